@@ -1,0 +1,61 @@
+"""Alembic environment: the target is openhands-memory's SQLModel metadata.
+
+The database comes from, in order: a connection handed over by the library
+(``config.attributes["connection"]``), ``alembic -x db=PATH``, or ``sqlalchemy.url``.
+SQLite cannot ALTER most things in place, so every revision runs in batch mode.
+"""
+
+from alembic import context
+from sqlalchemy import create_engine
+
+from openhands_memory.schema import metadata
+
+config = context.config
+
+
+def _url() -> str:
+    db = context.get_x_argument(as_dictionary=True).get("db")
+    if db:
+        return db if "://" in db else f"sqlite:///{db}"
+    return config.get_main_option("sqlalchemy.url")
+
+
+def _configure(connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=True,
+        compare_type=True,
+    )
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=_url(), target_metadata=metadata, render_as_batch=True, literal_binds=True
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _configure(connection)
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    engine = create_engine(_url())
+    with engine.connect() as connection:
+        # Batch mode copies tables; foreign keys must be off while it does.
+        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+        connection.commit()  # the PRAGMA autobegan a transaction; alembic must own its own
+        _configure(connection)
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

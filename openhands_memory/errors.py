@@ -1,0 +1,88 @@
+"""The exceptions a user of the library can act on. Each message says what is wrong and what to do."""
+
+from __future__ import annotations
+
+
+class OpenHandsMemoryError(Exception):
+    """Base of every error this library raises on purpose."""
+
+
+class MalformedEvent(OpenHandsMemoryError, ValueError):
+    """An event payload is missing a field or has one of the wrong type."""
+
+
+class UnknownEventKind(MalformedEvent):
+    def __init__(self, kind: object):
+        from .events import EVENT_CLASSES  # late import: events imports this module
+
+        self.kind = kind
+        known = ", ".join(sorted(EVENT_CLASSES))
+        super().__init__(f"unknown event kind {kind!r}; known kinds: {known}")
+
+
+class ConversationNotFound(OpenHandsMemoryError, LookupError):
+    def __init__(self, conversation_id: str):
+        self.conversation_id = conversation_id
+        super().__init__(f"no conversation with id {conversation_id!r} in this database")
+
+
+class ConversationExists(OpenHandsMemoryError):
+    def __init__(self, conversation_id: str):
+        self.conversation_id = conversation_id
+        super().__init__(f"a conversation with id {conversation_id!r} already exists")
+
+
+class EventNotFound(OpenHandsMemoryError, LookupError):
+    def __init__(self, conversation_id: str, event_id: int):
+        super().__init__(f"conversation {conversation_id!r} has no event {event_id}")
+
+
+class DuplicateEventId(OpenHandsMemoryError):
+    def __init__(self, conversation_id: str, uid: str):
+        self.uid = uid
+        super().__init__(
+            f"conversation {conversation_id!r} already holds an event with external id {uid!r}"
+        )
+
+
+class SchemaError(OpenHandsMemoryError):
+    """The database file's schema is not the one this version of the library uses."""
+
+
+class SchemaTooOld(SchemaError):
+    def __init__(self, path: str, found: str, head: str):
+        self.found, self.head = found, head
+        super().__init__(
+            f"{path} uses schema revision {found}, older than this library's {head}; "
+            f"run `openhands-memory migrate {path}` to upgrade it (a backup is made first)"
+        )
+
+
+class SchemaTooNew(SchemaError):
+    def __init__(self, path: str, found: str):
+        self.found = found
+        super().__init__(
+            f"{path} uses schema revision {found}, which this version of openhands-memory "
+            "does not know: it was written by a newer version; upgrade openhands-memory"
+        )
+
+
+class NotOurDatabase(SchemaError):
+    def __init__(self, path: str, why: str):
+        super().__init__(f"{path} is not an openhands-memory database ({why}); it was left untouched")
+
+
+class ConcurrentCondensation(OpenHandsMemoryError):
+    """Another condensation landed after the view this one was computed from."""
+
+
+class ConfigError(OpenHandsMemoryError, ValueError):
+    """A condenser or LLM configuration is invalid; the message names the key."""
+
+
+class NoCondensationAvailable(OpenHandsMemoryError):
+    """No valid cut exists in the view (for example one tool loop spans all of it)."""
+
+
+class ReadOnlyViolation(OpenHandsMemoryError):
+    """A statement given to the read-only SQL interface would change the database."""

@@ -1,0 +1,63 @@
+"""Alembic, driven from the library: where the revisions live, which one a file is at, upgrades.
+
+Alembic is imported only here, and only when a file is created or migrated, so that opening
+an up-to-date database stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from sqlalchemy.engine import Connection
+
+# Every revision in order, oldest first. A test checks this against the scripts, so that
+# opening a file can judge its revision without loading alembic.
+REVISIONS: tuple[str, ...] = ("0001", "0002")
+HEAD = REVISIONS[-1]
+
+
+def script_location() -> str:
+    here = Path(__file__).resolve().parent
+    installed = here / "migrations"  # inside the wheel
+    if (installed / "env.py").is_file():
+        return str(installed)
+    return str(here.parent / "migrations")  # a source checkout
+
+
+def alembic_config(connection: "Connection | None" = None) -> "Config":
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", script_location())
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def script_revisions() -> list[str]:
+    """The revisions alembic finds on disk, oldest first."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config())
+    return [s.revision for s in reversed(list(script.walk_revisions()))]
+
+
+def upgrade(connection: "Connection", revision: str = "head") -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(connection), revision)
+
+
+def downgrade(connection: "Connection", revision: str) -> None:
+    from alembic import command
+
+    command.downgrade(alembic_config(connection), revision)
+
+
+def pending(current: str | None, target: str = HEAD) -> list[str]:
+    """Revisions an upgrade from ``current`` to ``target`` would apply, in order."""
+    start = REVISIONS.index(current) + 1 if current else 0
+    return list(REVISIONS[start : REVISIONS.index(target) + 1])

@@ -1,0 +1,53 @@
+"""Inclusive id runs: how forgotten ids are stored and how the view finds what is left."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+Run = tuple[int, int]  # inclusive [start, end]
+
+
+def runs_of(ids: Iterable[int]) -> list[Run]:
+    """The maximal contiguous runs of a set of ids, sorted."""
+    out: list[list[int]] = []
+    for i in sorted(set(ids)):
+        if out and out[-1][1] == i - 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return [(s, e) for s, e in out]
+
+
+def merge(*run_lists: Iterable[Run]) -> list[Run]:
+    """The union of several run lists, as sorted disjoint runs (adjacent runs joined)."""
+    spans = sorted((s, e) for runs in run_lists for s, e in runs if s <= e)
+    out: list[list[int]] = []
+    for s, e in spans:
+        if out and s <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def complement(hidden: Iterable[Run], upto: int) -> list[Run]:
+    """The runs of 0..upto that no hidden run covers. ``hidden`` must be sorted and disjoint."""
+    out: list[Run] = []
+    nxt = 0
+    for s, e in hidden:
+        if s > upto:
+            break
+        if s > nxt:
+            out.append((nxt, s - 1))
+        nxt = max(nxt, e + 1)
+    if nxt <= upto:
+        out.append((nxt, upto))
+    return out
+
+
+def count(runs: Iterable[Run]) -> int:
+    return sum(e - s + 1 for s, e in runs)
+
+
+def contains(runs: Iterable[Run], i: int) -> bool:
+    return any(s <= i <= e for s, e in runs)

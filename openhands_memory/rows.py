@@ -1,0 +1,175 @@
+"""Turning events into rows and rows back into events.
+
+The hot paths (append, the view) speak SQL to the sqlite3 connection directly: SQLAlchemy's
+per-statement overhead is several times SQLite's own cost for a one-row insert.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from . import ranges
+from .errors import MalformedEvent
+from .events import EVENT_CLASSES, Condensation, Event
+
+
+@dataclass(frozen=True)
+class CondensationNote:
+    """Why a condensation was made; stored beside it in the ``condensation`` table."""
+
+    strategy: str | None = None
+    reason: str | None = None
+    config: dict[str, Any] | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
+def event_row(conversation_id: str, seq: int, event: Event) -> tuple[Any, ...]:
+    """Values in ``EVENT_COLUMNS`` order."""
+    return (
+        conversation_id,
+        seq,
+        event.kind,  # type: ignore[attr-defined]
+        event.source,
+        event.timestamp,
+        event.id,
+        getattr(event, "tool_call_id", None),
+        getattr(event, "tool_name", None),
+        getattr(event, "llm_response_id", None),
+        event.has_thinking,
+        type(event).llm_visible,
+        None,
+        event.model_dump_json(exclude_none=True),
+    )
+
+
+def decode(kind: str, payload: str, seq: int) -> Event:
+    cls = EVENT_CLASSES.get(kind)
+    if cls is None:  # written by a newer version that knows more kinds
+        from .events import event_from_json
+
+        return event_from_json(payload).with_seq(seq)
+    return cls.model_validate_json(payload).with_seq(seq)
+
+
+EVENT_COLUMNS = (
+    "conversation_id", "id", "kind", "source", "timestamp", "uid", "tool_call_id", "tool_name",
+    "llm_response_id", "has_thinking", "llm_visible", "token_count", "payload",
+)
+INSERT_EVENT = (
+    f"INSERT INTO event ({', '.join(EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in EVENT_COLUMNS)})"
+)
+INSERT_CONDENSATION = (
+    "INSERT INTO condensation (conversation_id, id, summary, summary_offset, strategy, reason, "
+    "config, tokens_before, tokens_after, hidden) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_RANGE = (
+    "INSERT INTO forgotten_range (conversation_id, condensation_id, start_id, end_id) "
+    "VALUES (?, ?, ?, ?)"
+)
+
+
+def _placeholders(n: int) -> str:
+    return ", ".join("?" for _ in range(n))
+
+
+def _validated_runs(cond: Condensation, seq: int) -> list[ranges.Run]:
+    runs: list[ranges.Run] = []
+    for start, end in cond.forgotten_ranges or []:
+        if start > end:  # the legacy form allows it and forgets nothing
+            continue
+        if start < 0 or end >= seq:
+            raise MalformedEvent(
+                f"Condensation: field 'forgotten_ranges': [{start}, {end}] must lie within the "
+                f"events before it (0..{seq - 1})"
+            )
+        runs.append((start, end))
+    return runs
+
+
+def _seqs_of(db: sqlite3.Connection, conversation_id: str, seq: int, uids: Sequence[str]) -> list[int]:
+    found: list[int] = []
+    for i in range(0, len(uids), 500):
+        chunk = list(uids[i : i + 500])
+        found += [
+            r[0]
+            for r in db.execute(
+                f"SELECT id FROM event WHERE conversation_id = ? AND id < ? "
+                f"AND uid IN ({_placeholders(len(chunk))})",
+                (conversation_id, seq, *chunk),
+            )
+        ]
+    return found
+
+
+def hidden_before(db: sqlite3.Connection, conversation_id: str, seq: int) -> list[ranges.Run]:
+    """Every id hidden by the condensations stored before ``seq``."""
+    row = db.execute(
+        "SELECT hidden FROM condensation WHERE conversation_id = ? AND id < ? "
+        "ORDER BY id DESC LIMIT 1",
+        (conversation_id, seq),
+    ).fetchone()
+    return [(s, e) for s, e in json.loads(row[0])] if row else []
+
+
+def record_condensation(
+    db: sqlite3.Connection, conversation_id: str, seq: int, cond: Condensation, note: CondensationNote
+) -> None:
+    """Write the condensation row and its forgotten ranges for a Condensation stored at ``seq``.
+
+    External ids that name no stored event (such as the SDK's ``<id>-summary``) are ignored,
+    as the SDK ignores them.
+    """
+    runs = _validated_runs(cond, seq)
+    if cond.forgotten_event_ids:
+        runs += ranges.runs_of(_seqs_of(db, conversation_id, seq, cond.forgotten_event_ids))
+    runs = ranges.merge(runs)
+    hidden = ranges.merge(hidden_before(db, conversation_id, seq), runs)
+    db.execute(
+        INSERT_CONDENSATION,
+        (
+            conversation_id,
+            seq,
+            cond.summary,
+            cond.summary_offset,
+            note.strategy,
+            note.reason,
+            json.dumps(note.config) if note.config is not None else None,
+            note.tokens_before,
+            note.tokens_after,
+            json.dumps([list(r) for r in hidden]),
+        ),
+    )
+    db.executemany(INSERT_RANGE, [(conversation_id, seq, s, e) for s, e in runs])
+
+
+def latest_condensation_id(db: sqlite3.Connection, conversation_id: str) -> int | None:
+    row = db.execute(
+        "SELECT MAX(id) FROM condensation WHERE conversation_id = ?", (conversation_id,)
+    ).fetchone()
+    return row[0]
+
+
+def duplicate_uid(db: sqlite3.Connection, conversation_id: str, events: Iterable[Event]) -> str | None:
+    """The first external id in ``events`` that repeats within them or is already stored."""
+    seen: set[str] = set()
+    uids = []
+    for e in events:
+        if e.id in seen:
+            return e.id
+        seen.add(e.id)
+        uids.append(e.id)
+    for i in range(0, len(uids), 500):
+        chunk = uids[i : i + 500]
+        hit = db.execute(
+            f"SELECT uid FROM event WHERE conversation_id = ? "
+            f"AND uid IN ({_placeholders(len(chunk))}) LIMIT 1",
+            (conversation_id, *chunk),
+        ).fetchone()
+        if hit is not None:
+            return hit[0]
+    return None

@@ -1,0 +1,142 @@
+"""The tables. Alembic's revisions in ``migrations/`` must produce exactly this schema
+(``tests/test_migrations.py`` runs ``alembic check`` to prove it).
+
+Change a table here only together with a new revision; never edit an old revision.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from sqlalchemy import JSON, Column, ForeignKeyConstraint, Index, Text, text
+from sqlmodel import Field, SQLModel
+
+
+class ConversationRow(SQLModel, table=True):
+    __tablename__ = "conversation"
+
+    id: str = Field(primary_key=True)
+    created_at: str = Field(description="ISO 8601, UTC")
+    meta: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column("metadata", JSON, nullable=False)
+    )
+
+
+class EventRow(SQLModel, table=True):
+    """One event. ``id`` is the per-conversation sequence number 0, 1, 2, ... with no gaps."""
+
+    __tablename__ = "event"
+    __table_args__ = (
+        ForeignKeyConstraint(["conversation_id"], ["conversation.id"], ondelete="CASCADE"),
+        # External ids (the SDK's UUIDs) are unique within a conversation.
+        Index("ux_event_uid", "conversation_id", "uid", unique=True),
+        Index("ix_event_tool_call", "conversation_id", "tool_call_id"),
+        # Finding the newest request is a seek, not a scan.
+        Index(
+            "ix_event_request",
+            "conversation_id",
+            "id",
+            sqlite_where=text("kind = 'CondensationRequest'"),
+            postgresql_where=text("kind = 'CondensationRequest'"),
+        ),
+    )
+
+    conversation_id: str = Field(primary_key=True)
+    id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    kind: str
+    source: str
+    timestamp: str
+    uid: Optional[str] = None
+    tool_call_id: Optional[str] = None
+    tool_name: Optional[str] = None
+    llm_response_id: Optional[str] = None
+    has_thinking: bool = False
+    llm_visible: bool = False
+    token_count: Optional[int] = Field(default=None, description="cached; NULL until counted")
+    payload: str = Field(sa_column=Column(Text, nullable=False), description="the event's JSON")
+
+
+class CondensationRow(SQLModel, table=True):
+    """What a Condensation event did, and why. Same id as its event row."""
+
+    __tablename__ = "condensation"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["conversation_id", "id"], ["event.conversation_id", "event.id"], ondelete="CASCADE"
+        ),
+        # The view asks for the newest condensation that carries a summary.
+        Index(
+            "ix_condensation_summary",
+            "conversation_id",
+            "id",
+            sqlite_where=text("summary IS NOT NULL AND summary_offset IS NOT NULL"),
+            postgresql_where=text("summary IS NOT NULL AND summary_offset IS NOT NULL"),
+        ),
+    )
+
+    conversation_id: str = Field(primary_key=True)
+    id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    summary: Optional[str] = None
+    summary_offset: Optional[int] = None
+    strategy: Optional[str] = None
+    reason: Optional[str] = None
+    config: Optional[dict[str, Any]] = Field(default=None, sa_column=Column(JSON))
+    tokens_before: Optional[int] = None
+    tokens_after: Optional[int] = None
+    # Every id hidden by this and all earlier condensations, as sorted disjoint [start, end]
+    # runs. The view reads this one row instead of merging every range ever written.
+    hidden: list[list[int]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+
+
+class ForgottenRangeRow(SQLModel, table=True):
+    """The ids one condensation forgot, as maximal inclusive runs."""
+
+    __tablename__ = "forgotten_range"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["conversation_id", "condensation_id"],
+            ["condensation.conversation_id", "condensation.id"],
+            ondelete="CASCADE",
+        ),
+    )
+
+    conversation_id: str = Field(primary_key=True)
+    condensation_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    start_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    end_id: int
+
+
+metadata = SQLModel.metadata
+event_table = EventRow.__table__
+conversation_table = ConversationRow.__table__
+condensation_table = CondensationRow.__table__
+forgotten_range_table = ForgottenRangeRow.__table__
+
+
+class LLMCallRow(SQLModel, table=True):
+    """The ledger: one row per summarizer / ranking call, successful or not (revision 0002)."""
+
+    __tablename__ = "llm_call"
+    __table_args__ = (
+        ForeignKeyConstraint(["conversation_id"], ["conversation.id"], ondelete="CASCADE"),
+        Index("ix_llm_call_conversation", "conversation_id", "id"),
+    )
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    conversation_id: str
+    condensation_id: Optional[int] = Field(default=None, description="the condensation it produced")
+    created_at: str
+    strategy: str
+    purpose: str = Field(description="summary, structured_summary or attention")
+    model: str
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    cost_usd: Optional[float] = None
+    latency_s: float
+    outcome: str
+    error: Optional[str] = None
+    response_id: Optional[str] = None
+    attempts: int = 1
+
+
+llm_call_table = LLMCallRow.__table__
