@@ -60,7 +60,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-OUTCOMES = ("ok", "rate_limited", "server_error", "timeout", "context_window", "bad_response", "error")
+OUTCOMES = (
+    "ok", "rate_limited", "server_error", "timeout", "context_window", "bad_response", "error"
+)
 _RETRYABLE = frozenset({"rate_limited", "server_error", "timeout"})
 _MAX_ERROR_CHARS = 2000
 
@@ -192,11 +194,13 @@ def _is_number(value: object) -> bool:
 
 def _check_optional_str(value: object) -> str | None:
     if value is None or isinstance(value, str):
-        return value
+        return value or None  # `api_key = ""` in a TOML file means "not set"
     raise ValueError(f"must be a string, got {type(value).__name__}")
 
 
-def _check_float(value: object, *, minimum: float, allow_none: bool, exclusive: bool = False) -> float | None:
+def _check_float(
+    value: object, *, minimum: float, allow_none: bool, exclusive: bool = False
+) -> float | None:
     if value is None and allow_none:
         return None
     if not _is_number(value) or not math.isfinite(float(value)):  # type: ignore[arg-type]
@@ -415,19 +419,21 @@ def _caused_by_bad_json(exc: BaseException) -> bool:
 def classify_error(exc: BaseException) -> str:
     """Map an exception raised by ``litellm.completion`` to an outcome kind."""
     litellm = _litellm()
-    message = str(exc).lower()
-    if isinstance(exc, litellm.ContextWindowExceededError) or any(
-        phrase in message for phrase in _CONTEXT_WINDOW_PHRASES
-    ):
+    if isinstance(exc, litellm.ContextWindowExceededError):
         return "context_window"
     # litellm.Timeout derives from openai's APIConnectionError: test it before server errors.
     if isinstance(exc, (litellm.Timeout, TimeoutError)):
         return "timeout"
-    if _caused_by_bad_json(exc) or isinstance(exc, litellm.APIResponseValidationError):
-        return "bad_response"
     status = _status_code(exc)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         return "rate_limited"
+    # Proxies and self-hosted servers often report an overflow as a plain 400 (or even
+    # a 500); the wording is the only signal, and retrying such a call is pointless.
+    message = str(exc).lower()
+    if any(phrase in message for phrase in _CONTEXT_WINDOW_PHRASES):
+        return "context_window"
+    if _caused_by_bad_json(exc) or isinstance(exc, litellm.APIResponseValidationError):
+        return "bad_response"
     if isinstance(
         exc,
         (
@@ -462,7 +468,10 @@ def _retry_after_seconds(exc: BaseException) -> float | None:
     """The server's requested wait, if litellm kept the response headers."""
     # litellm copies the provider headers to `litellm_response_headers`; its
     # `exc.response` is often a synthetic response with no headers at all.
-    sources = (getattr(exc, "litellm_response_headers", None), getattr(getattr(exc, "response", None), "headers", None))
+    sources = (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    )
     for headers in sources:
         if not headers:
             continue
@@ -498,15 +507,19 @@ def _retry_delay(config: LLMConfig, retry_number: int, exc: BaseException) -> fl
 # --------------------------------------------------------------------------- completion
 
 
+def _without_key(mapping: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if k != key}
+
+
 def _strip_cache_control(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Copy messages without ``cache_control`` markers: prompt caching stays off."""
     cleaned: list[dict[str, Any]] = []
     for message in messages:
-        copy = {k: v for k, v in message.items() if k != "cache_control"}
+        copy = _without_key(message, "cache_control")
         content = copy.get("content")
         if isinstance(content, list):
             copy["content"] = [
-                {k: v for k, v in part.items() if k != "cache_control"} if isinstance(part, dict) else part
+                _without_key(part, "cache_control") if isinstance(part, dict) else part
                 for part in content
             ]
         cleaned.append(copy)
@@ -617,12 +630,13 @@ def _build_reply(config: LLMConfig, response: Any, started: float, attempts: int
         )
         raise LLMError(f"{config.model}: response without a message", call=call, kind="bad_response")
     choice = choices[0]
+    latency = time.perf_counter() - started  # before the price lookup, which is ours
     call = LLMCall(
         model=config.model,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         cost_usd=_cost(response),
-        latency_s=time.perf_counter() - started,
+        latency_s=latency,
         outcome="ok",
         response_id=response_id,
         attempts=attempts,
@@ -636,7 +650,9 @@ def _build_reply(config: LLMConfig, response: Any, started: float, attempts: int
     )
 
 
-def _failure(config: LLMConfig, exc: BaseException, kind: str, started: float, attempts: int) -> LLMError:
+def _failure(
+    config: LLMConfig, exc: BaseException, kind: str, started: float, attempts: int
+) -> LLMError:
     call = LLMCall(
         model=config.model,
         prompt_tokens=None,
@@ -649,7 +665,8 @@ def _failure(config: LLMConfig, exc: BaseException, kind: str, started: float, a
     )
     error_cls = ContextWindowError if kind == "context_window" else LLMError
     tries = "attempt" if attempts == 1 else "attempts"
-    return error_cls(f"{config.model}: {kind} after {attempts} {tries}: {call.error}", call=call, kind=kind)
+    message = f"{config.model}: {kind} after {attempts} {tries}: {call.error}"
+    return error_cls(message, call=call, kind=kind)
 
 
 def complete(
@@ -679,7 +696,9 @@ def complete(
             kind = classify_error(exc)
             if kind in _RETRYABLE and attempts <= config.num_retries:
                 delay = _retry_delay(config, attempts, exc)
-                log.info("%s: %s on attempt %d; retrying in %.2fs", config.model, kind, attempts, delay)
+                log.info(
+                    "%s: %s on attempt %d; retrying in %.2fs", config.model, kind, attempts, delay
+                )
                 time.sleep(delay)
                 continue
             raise _failure(config, exc, kind, started, attempts) from exc
@@ -689,7 +708,12 @@ def complete(
 # --------------------------------------------------------------------------- tokens & windows
 
 
-def count_tokens(model: str, text_or_messages: str | Sequence[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None) -> int:
+def count_tokens(
+    model: str,
+    text_or_messages: str | Sequence[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+) -> int:
     """Tokens in a string or a list of chat messages, per litellm's tokenizer for ``model``.
 
     Raises ``TokenizerUnavailable`` on failure: a silent 0 would disable token triggers.

@@ -154,8 +154,14 @@ def latest_condensation_id(db: sqlite3.Connection, conversation_id: str) -> int 
     return row[0]
 
 
-def duplicate_uid(db: sqlite3.Connection, conversation_id: str, events: Iterable[Event]) -> str | None:
-    """The first external id in ``events`` that repeats within them or is already stored."""
+def duplicate_uid(
+    db: sqlite3.Connection, conversation_id: str, events: Iterable[Event], before: int | None = None
+) -> str | None:
+    """The first external id in ``events`` that repeats within them or is already stored.
+
+    ``before``: only events with smaller ids count as stored. A failed ``executemany`` leaves
+    the batch's earlier rows in the open transaction; they must not be taken for old ones.
+    """
     seen: set[str] = set()
     uids = []
     for e in events:
@@ -166,9 +172,9 @@ def duplicate_uid(db: sqlite3.Connection, conversation_id: str, events: Iterable
     for i in range(0, len(uids), 500):
         chunk = uids[i : i + 500]
         hit = db.execute(
-            f"SELECT uid FROM event WHERE conversation_id = ? "
+            f"SELECT uid FROM event WHERE conversation_id = ? AND id < ? "
             f"AND uid IN ({_placeholders(len(chunk))}) LIMIT 1",
-            (conversation_id, *chunk),
+            (conversation_id, 2**62 if before is None else before, *chunk),
         ).fetchone()
         if hit is not None:
             return hit[0]

@@ -31,6 +31,14 @@ class EventRow(SQLModel, table=True):
         # External ids (the SDK's UUIDs) are unique within a conversation.
         Index("ux_event_uid", "conversation_id", "uid", unique=True),
         Index("ix_event_tool_call", "conversation_id", "tool_call_id"),
+        # Batch atomicity asks how many actions share a response id.
+        Index(
+            "ix_event_response",
+            "conversation_id",
+            "llm_response_id",
+            sqlite_where=text("kind = 'ActionEvent'"),
+            postgresql_where=text("kind = 'ActionEvent'"),
+        ),
         # Finding the newest request is a seek, not a scan.
         Index(
             "ix_event_request",

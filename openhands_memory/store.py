@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from . import rows
 from .database import Durability, open_engine
@@ -22,6 +22,9 @@ from .errors import (
     MalformedEvent,
 )
 from .events import Condensation, Event
+
+if TYPE_CHECKING:
+    from .view import View
 
 DEFAULT_PATH = "openhands-memory.db"
 
@@ -185,7 +188,7 @@ class Conversation:
                 rows.INSERT_EVENT, [rows.event_row(self.id, s, e) for s, e in zip(seqs, events)]
             )
         except sqlite3.IntegrityError as e:
-            self._explain_integrity_error(db, events, e)
+            self._explain_integrity_error(db, events, e, first)
         for seq, event in zip(seqs, events):
             if isinstance(event, Condensation):
                 rows.record_condensation(db, self.id, seq, event, note)
@@ -203,11 +206,11 @@ class Conversation:
         return db.execute("SELECT 1 FROM conversation WHERE id = ?", (self.id,)).fetchone() is not None
 
     def _explain_integrity_error(
-        self, db: sqlite3.Connection, events: list[Event], error: sqlite3.IntegrityError
+        self, db: sqlite3.Connection, events: list[Event], error: sqlite3.IntegrityError, first: int
     ) -> None:
         if not self._exists(db):
             raise ConversationNotFound(self.id) from None
-        dup = rows.duplicate_uid(db, self.id, events)
+        dup = rows.duplicate_uid(db, self.id, events, before=first)
         if dup is not None:
             raise DuplicateEventId(self.id, dup) from None
         raise error
@@ -271,6 +274,12 @@ class Conversation:
 
     def __iter__(self) -> Iterator[Event]:
         return self.events()
+
+    def view(self, at: int | None = None) -> "View":
+        """What the agent sees now, or saw right after event ``at``."""
+        from .view import view_of
+
+        return view_of(self, at)
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -1,0 +1,46 @@
+"""A tool loop that starts with thinking blocks is kept or forgotten whole.
+
+Providers with extended thinking reject a turn whose tool loop no longer starts with its
+thinking block. A loop is a maximal run of actions and results that starts at an action
+carrying thinking blocks; any other event ends it.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..events import ActionEvent, Event, ObservationBase
+from ..manipulation import ManipulationIndices
+from . import History
+
+
+def enforce(events: Sequence[Event], history: History) -> set[str]:
+    present = {e.seq for e in events if e.seq is not None}
+    ids_by_seq = {e.seq: e.id for e in events if e.seq is not None}
+    drop: set[str] = set()
+    checked: set[tuple[int, int]] = set()
+    for e in events:
+        if e.seq is None or not isinstance(e, (ActionEvent, ObservationBase)):
+            continue
+        span = history.loop_span(e.seq)
+        if span is None or span in checked:
+            continue
+        checked.add(span)
+        members = range(span[0], span[1] + 1)
+        if not all(s in present for s in members):
+            drop.update(ids_by_seq[s] for s in members if s in ids_by_seq)
+    return drop
+
+
+def manipulation_indices(events: Sequence[Event]) -> ManipulationIndices:
+    allowed = set(range(len(events) + 1))
+    in_loop = False
+    for i, e in enumerate(events):
+        if isinstance(e, ActionEvent) and e.thinking_blocks:
+            in_loop = True  # a new loop may start here, so i itself stays allowed
+        elif isinstance(e, (ActionEvent, ObservationBase)):
+            if in_loop:
+                allowed.discard(i)
+        else:
+            in_loop = False
+    return ManipulationIndices(allowed)

@@ -1,0 +1,259 @@
+"""The view: what the model is shown, computed from SQL rows rather than by replaying history.
+
+Semantics (see docs/architecture.md):
+* the LLM-visible events whose id lies in no forgotten range, in id order;
+* the summary of the newest condensation that has both a summary and an offset, inserted at
+  that offset (clamped to the end) as a user-role ``CondensationSummaryEvent``;
+* ``unhandled_condensation_request``: a CondensationRequest newer than the last Condensation;
+* then the four well-formedness properties are enforced as a fallback, with a warning naming
+  what was dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
+
+from . import view_query
+from .events import (
+    ActionEvent,
+    Condensation,
+    CondensationRequest,
+    CondensationSummaryEvent,
+    Event,
+)
+from .history import ListHistory, RowFacts
+from .manipulation import ManipulationIndices
+from .properties import (
+    History,
+    batch_atomicity,
+    observation_uniqueness,
+    tool_call_matching,
+    tool_loop_atomicity,
+)
+
+if TYPE_CHECKING:
+    from .store import Conversation
+
+log = logging.getLogger(__name__)
+
+# Order matters: after any drop, enforcement starts again from the first property.
+PROPERTIES = (observation_uniqueness, batch_atomicity, tool_call_matching, tool_loop_atomicity)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Events enforcement removed, and which property removed them."""
+
+    property: str
+    ids: tuple[str, ...]
+
+
+def enforce(events: Sequence[Event], history: History) -> tuple[list[Event], list[Dropped]]:
+    """Apply the properties to a fixpoint. Returns the kept events and what was dropped."""
+    kept = list(events)
+    dropped: list[Dropped] = []
+    restart = True
+    while restart:
+        restart = False
+        for prop in PROPERTIES:
+            drop = prop.enforce(kept, history)
+            if drop:
+                name = prop.__name__.rsplit(".", 1)[-1]
+                dropped.append(Dropped(name, tuple(e.id for e in kept if e.id in drop)))
+                kept = [e for e in kept if e.id not in drop]
+                restart = True
+                break
+    return kept, dropped
+
+
+def manipulation_indices(events: Sequence[Event]) -> ManipulationIndices:
+    full = ManipulationIndices.complete(len(events))
+    return full.intersect(p.manipulation_indices(events) for p in PROPERTIES)
+
+
+@dataclass
+class View:
+    """The events to send to the model, with what a condenser needs to know about them."""
+
+    events: list[Event]
+    unhandled_condensation_request: bool = False
+    conversation_id: str | None = None
+    upto: int = -1  # the last event id this view reflects
+    last_condensation: int | None = None
+    dropped: list[Dropped] = field(default_factory=list)
+    _indices: ManipulationIndices | None = field(default=None, repr=False)
+
+    # --- list-like -------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Event]: ...
+    def __getitem__(self, i):
+        return self.events[i]
+
+    @property
+    def ids(self) -> list[int | None]:
+        """Each event's id in the store; None for the summary, which is derived."""
+        return [e.seq for e in self.events]
+
+    # --- condenser support -----------------------------------------------------------
+
+    @property
+    def manipulation_indices(self) -> ManipulationIndices:
+        if self._indices is None:
+            self._indices = manipulation_indices(self.events)
+        return self._indices
+
+    def find_next(self, threshold: int) -> int | None:
+        return self.manipulation_indices.find_next(threshold)
+
+    @property
+    def summary_event(self) -> CondensationSummaryEvent | None:
+        for e in self.events:
+            if isinstance(e, CondensationSummaryEvent):
+                return e
+        return None
+
+    def with_events(self, events: list[Event]) -> "View":
+        """A rewritten view (for masking strategies) that keeps this one's flags."""
+        return View(
+            events=events,
+            unhandled_condensation_request=self.unhandled_condensation_request,
+            conversation_id=self.conversation_id,
+            upto=self.upto,
+            last_condensation=self.last_condensation,
+        )
+
+    def to_messages(self) -> list[dict[str, Any]]:
+        from .messages import events_to_messages
+
+        return events_to_messages(self.events)
+
+    # --- construction ----------------------------------------------------------------
+
+    @classmethod
+    def from_events(cls, events: Sequence[Event]) -> "View":
+        """The view of an in-memory history (each event with its ``seq``, or given in order).
+
+        This is the plain fold the SQL view must agree with: union of forgotten ids, newest
+        summary at its offset, then enforcement.
+        """
+        seqd = [e if e.seq is not None else e.model_copy().with_seq(i) for i, e in enumerate(events)]
+        by_uid = {e.id: e.seq for e in seqd}
+        forgotten: set[int] = set()
+        summary: tuple[Condensation, int] | None = None
+        last_cond = last_req = None
+        for e in seqd:
+            if isinstance(e, Condensation):
+                for s, t in e.forgotten_ranges or []:
+                    forgotten.update(range(s, t + 1))
+                forgotten.update(by_uid[u] for u in e.forgotten_event_ids if u in by_uid and by_uid[u] < e.seq)  # type: ignore[operator]
+                if e.has_summary_metadata:
+                    summary = (e, e.summary_offset)  # type: ignore[assignment]
+                last_cond = e.seq
+            elif isinstance(e, CondensationRequest):
+                last_req = e.seq
+        visible = [e for e in seqd if type(e).llm_visible and e.seq not in forgotten]
+        if summary is not None:
+            cond, offset = summary
+            visible.insert(min(offset, len(visible)), _summary_event(cond.id, cond.timestamp, cond.summary or ""))
+        kept, dropped = enforce(visible, ListHistory(seqd))
+        _warn(dropped)
+        unhandled = last_req is not None and (last_cond is None or last_req > last_cond)
+        return cls(kept, unhandled, None, len(seqd) - 1, last_cond, dropped)
+
+    @classmethod
+    def from_data(cls, data: view_query.ViewData) -> "View":
+        visible = [data.events[f.seq] for f in data.facts if f.seq in data.events]
+        if data.summary is not None:
+            s = data.summary
+            visible.insert(min(s.offset, len(visible)), _summary_event(s.condensation_uid, s.timestamp, s.text))
+        kept, dropped = enforce(visible, data.history())
+        _warn(dropped)
+        return cls(
+            kept,
+            data.unhandled_request,
+            data.conversation_id,
+            data.upto,
+            data.last_condensation,
+            dropped,
+        )
+
+
+def _summary_event(condensation_uid: str, timestamp: str, text: str) -> CondensationSummaryEvent:
+    # The id follows the SDK's "<condensation id>-summary" convention.
+    return CondensationSummaryEvent(
+        id=f"{condensation_uid}-summary", timestamp=timestamp, summary=text, source="environment"
+    )
+
+
+def _warn(dropped: list[Dropped]) -> None:
+    for d in dropped:
+        log.warning("view: %s dropped %d event(s): %s", d.property, len(d.ids), ", ".join(d.ids))
+
+
+class ViewCache:
+    """A conversation's latest view, kept in memory and extended as the agent appends.
+
+    A write by another connection (SQLite's ``data_version``) or a Condensation makes it read
+    again; otherwise appending only extends the rows the view is computed from, so the cached
+    view always equals a fresh query.
+    """
+
+    def __init__(self, conversation: "Conversation"):
+        self.conversation = conversation
+        self.data: view_query.ViewData | None = None
+        self.version: int | None = None
+        self.view: View | None = None
+
+    def get(self) -> View:
+        store = self.conversation.store
+        version = store.data_version()
+        if self.data is None or version != self.version:
+            with store.reading() as db:
+                self.data = view_query.load(db, self.conversation.id)
+            self.version = version
+            self.view = None
+        if self.view is None:
+            self.view = View.from_data(self.data)
+        return self.view
+
+    def extend(self, events: list[Event]) -> None:
+        """Fold our own appended events into the cached rows."""
+        data = self.data
+        if data is None:
+            return
+        for e in events:
+            assert e.seq is not None
+            if isinstance(e, Condensation) or e.seq != data.upto + 1:
+                self.data = None  # re-read: the hidden runs and summary changed
+                return
+            data.upto = e.seq
+            data.facts.append(RowFacts(e.seq, e.kind, e.has_thinking))  # type: ignore[attr-defined]
+            if type(e).llm_visible:
+                data.events[e.seq] = e
+            if isinstance(e, ActionEvent):
+                data.batch_sizes[e.llm_response_id] = data.batch_sizes.get(e.llm_response_id, 0) + 1
+            if isinstance(e, CondensationRequest):
+                data.last_request = e.seq
+        self.view = None
+        # Our own commit changed data_version only if someone else wrote too; re-check then.
+        self.version = self.conversation.store.data_version() if self.version is not None else None
+
+
+def view_of(conversation: "Conversation", at: int | None = None) -> View:
+    if at is not None:
+        with conversation.store.reading() as db:
+            return View.from_data(view_query.load(db, conversation.id, at))
+    if conversation._view_cache is None:
+        conversation._view_cache = ViewCache(conversation)
+    return conversation._view_cache.get()
