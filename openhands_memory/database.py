@@ -62,14 +62,20 @@ class FileState:
 
 def inspect_sqlite_file(path: Path) -> FileState:
     """Judge a file read-only. Refuse anything that is not ours without changing a byte."""
+    if path.is_dir():  # before the size test: some file systems report 0 for a folder
+        raise NotOurDatabase(str(path), "it is a directory")
     if not path.exists() or path.stat().st_size == 0:
         return FileState(exists=path.exists(), revision=None)
-    if path.is_dir():
-        raise NotOurDatabase(str(path), "it is a directory")
     with path.open("rb") as f:
-        if f.read(16) != SQLITE_MAGIC:
-            raise NotOurDatabase(str(path), "it is not an SQLite file")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        header = f.read(20)
+    if header[:16] != SQLITE_MAGIC:
+        raise NotOurDatabase(str(path), "it is not an SQLite file")
+    # Opening a WAL-mode file even read-only creates -wal and -shm beside it. When there is no
+    # -wal, no other connection has the file open, so it can be read as immutable instead.
+    wal_mode = header[18:20] == b"\x02\x02"
+    no_wal = not Path(f"{path}-wal").exists()
+    flags = "immutable=1" if wal_mode and no_wal else "mode=ro"
+    conn = sqlite3.connect(f"file:{path}?{flags}", uri=True)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
@@ -78,11 +84,13 @@ def inspect_sqlite_file(path: Path) -> FileState:
             listed = ", ".join(sorted(tables)[:5])
             raise NotOurDatabase(str(path), f"it holds other tables: {listed}")
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        if row is None:
+            raise NotOurDatabase(str(path), "it has our tables but no schema revision")
     except sqlite3.DatabaseError as e:
         raise NotOurDatabase(str(path), f"SQLite cannot read it: {e}") from None
     finally:
         conn.close()
-    return FileState(exists=True, revision=row[0] if row else None)
+    return FileState(exists=True, revision=row[0])
 
 
 def check_revision(label: str, revision: str | None) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, Union
 
@@ -217,6 +218,17 @@ class CondensationSummaryEvent(Event):
 # --- not LLM-visible -------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CondensationNote:
+    """Why a condensation was made and what it saved; stored beside it, not in its JSON."""
+
+    strategy: str | None = None
+    reason: str | None = None
+    config: dict[str, Any] | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
 class Condensation(Event):
     """Forgets events and optionally places a summary at ``summary_offset`` in the view.
 
@@ -232,9 +244,20 @@ class Condensation(Event):
     summary_offset: int | None = Field(default=None, ge=0)
     llm_response_id: str | None = None
 
+    _note: CondensationNote | None = PrivateAttr(default=None)
+
     @property
     def has_summary_metadata(self) -> bool:
         return self.summary is not None and self.summary_offset is not None
+
+    @property
+    def note(self) -> CondensationNote | None:
+        """Set by the condenser that made it; the store writes it to the condensation row."""
+        return self._note
+
+    def with_note(self, note: CondensationNote) -> "Condensation":
+        self._note = note
+        return self
 
 
 class CondensationRequest(Event):

@@ -8,23 +8,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from . import ranges
 from .errors import MalformedEvent
-from .events import EVENT_CLASSES, Condensation, Event
-
-
-@dataclass(frozen=True)
-class CondensationNote:
-    """Why a condensation was made; stored beside it in the ``condensation`` table."""
-
-    strategy: str | None = None
-    reason: str | None = None
-    config: dict[str, Any] | None = None
-    tokens_before: int | None = None
-    tokens_after: int | None = None
+from .events import EVENT_CLASSES, Condensation, CondensationNote, Event
 
 
 def event_row(conversation_id: str, seq: int, event: Event) -> tuple[Any, ...]:
@@ -116,9 +104,7 @@ def hidden_before(db: sqlite3.Connection, conversation_id: str, seq: int) -> lis
     return [(s, e) for s, e in json.loads(row[0])] if row else []
 
 
-def record_condensation(
-    db: sqlite3.Connection, conversation_id: str, seq: int, cond: Condensation, note: CondensationNote
-) -> None:
+def record_condensation(db: sqlite3.Connection, conversation_id: str, seq: int, cond: Condensation) -> None:
     """Write the condensation row and its forgotten ranges for a Condensation stored at ``seq``.
 
     External ids that name no stored event (such as the SDK's ``<id>-summary``) are ignored,
@@ -129,6 +115,7 @@ def record_condensation(
         runs += ranges.runs_of(_seqs_of(db, conversation_id, seq, cond.forgotten_event_ids))
     runs = ranges.merge(runs)
     hidden = ranges.merge(hidden_before(db, conversation_id, seq), runs)
+    note = cond.note or CondensationNote()
     db.execute(
         INSERT_CONDENSATION,
         (

@@ -24,6 +24,7 @@ from .errors import (
 from .events import Condensation, Event
 
 if TYPE_CHECKING:
+    from .condensers.base import Condenser
     from .view import View
 
 DEFAULT_PATH = "openhands-memory.db"
@@ -162,9 +163,7 @@ class Conversation:
         """Store one event; returns its id."""
         return self.append_many([event])[0]
 
-    def append_many(
-        self, events: Sequence[Event], *, note: rows.CondensationNote | None = None
-    ) -> list[int]:
+    def append_many(self, events: Sequence[Event]) -> list[int]:
         """Store events in one transaction; returns their ids. All are stored, or none."""
         events = list(events)
         for e in events:
@@ -173,13 +172,11 @@ class Conversation:
         if not events:
             return []
         with self.store.writing() as db:
-            seqs = self.insert(db, events, note or rows.CondensationNote())
+            seqs = self.insert(db, events)
         self._after_append(events, seqs)
         return seqs
 
-    def insert(
-        self, db: sqlite3.Connection, events: list[Event], note: rows.CondensationNote
-    ) -> list[int]:
+    def insert(self, db: sqlite3.Connection, events: list[Event]) -> list[int]:
         """Insert inside the caller's write transaction; returns the ids given."""
         first = self._next_id(db)
         seqs = list(range(first, first + len(events)))
@@ -191,7 +188,7 @@ class Conversation:
             self._explain_integrity_error(db, events, e, first)
         for seq, event in zip(seqs, events):
             if isinstance(event, Condensation):
-                rows.record_condensation(db, self.id, seq, event, note)
+                rows.record_condensation(db, self.id, seq, event)
         return seqs
 
     def _next_id(self, db: sqlite3.Connection) -> int:
@@ -274,6 +271,26 @@ class Conversation:
 
     def __iter__(self) -> Iterator[Event]:
         return self.events()
+
+    # --- condensing (see condense.py) -----------------------------------------------
+
+    def condense(self, condenser: "Condenser", *, dry_run: bool = False) -> "View | Condensation":
+        """Run ``condenser`` on the current view; a Condensation is stored unless ``dry_run``."""
+        from .condense import condense
+
+        return condense(self, condenser, dry_run=dry_run)
+
+    def step(self, condenser: "Condenser") -> "View":
+        """Condense if needed, store it, and return the view to send to the model."""
+        from .condense import step
+
+        return step(self, condenser)
+
+    def request_condensation(self) -> int:
+        """Append a CondensationRequest: the next step must condense."""
+        from .condense import request_condensation
+
+        return request_condensation(self)
 
     def view(self, at: int | None = None) -> "View":
         """What the agent sees now, or saw right after event ``at``."""

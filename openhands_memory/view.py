@@ -47,7 +47,8 @@ class Dropped:
     """Events enforcement removed, and which property removed them."""
 
     property: str
-    ids: tuple[str, ...]
+    ids: tuple[str, ...]  # external ids
+    seqs: tuple[int | None, ...]  # ids in the store
 
 
 def enforce(events: Sequence[Event], history: History) -> tuple[list[Event], list[Dropped]]:
@@ -61,7 +62,8 @@ def enforce(events: Sequence[Event], history: History) -> tuple[list[Event], lis
             drop = prop.enforce(kept, history)
             if drop:
                 name = prop.__name__.rsplit(".", 1)[-1]
-                dropped.append(Dropped(name, tuple(e.id for e in kept if e.id in drop)))
+                gone = [e for e in kept if e.id in drop]
+                dropped.append(Dropped(name, tuple(e.id for e in gone), tuple(e.seq for e in gone)))
                 kept = [e for e in kept if e.id not in drop]
                 restart = True
                 break
@@ -83,7 +85,11 @@ class View:
     upto: int = -1  # the last event id this view reflects
     last_condensation: int | None = None
     dropped: list[Dropped] = field(default_factory=list)
-    _indices: ManipulationIndices | None = field(default=None, repr=False)
+    hidden: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    # Store ids of events a rewrite (masking) replaced with an in-memory version.
+    replaced: frozenset[int] = frozenset()
+    conversation: "Conversation | None" = field(default=None, repr=False, compare=False)
+    _indices: ManipulationIndices | None = field(default=None, repr=False, compare=False)
 
     # --- list-like -------------------------------------------------------------------
 
@@ -125,12 +131,17 @@ class View:
 
     def with_events(self, events: list[Event]) -> "View":
         """A rewritten view (for masking strategies) that keeps this one's flags."""
+        mine = {id(e) for e in self.events}
+        replaced = {e.seq for e in events if id(e) not in mine and e.seq is not None}
         return View(
             events=events,
             unhandled_condensation_request=self.unhandled_condensation_request,
             conversation_id=self.conversation_id,
             upto=self.upto,
             last_condensation=self.last_condensation,
+            hidden=self.hidden,
+            replaced=self.replaced | replaced,
+            conversation=self.conversation,
         )
 
     def to_messages(self) -> list[dict[str, Any]]:
@@ -186,6 +197,7 @@ class View:
             data.upto,
             data.last_condensation,
             dropped,
+            hidden=list(data.hidden),
         )
 
 
@@ -198,7 +210,8 @@ def _summary_event(condensation_uid: str, timestamp: str, text: str) -> Condensa
 
 def _warn(dropped: list[Dropped]) -> None:
     for d in dropped:
-        log.warning("view: %s dropped %d event(s): %s", d.property, len(d.ids), ", ".join(d.ids))
+        names = ", ".join(str(s) if s is not None else u for s, u in zip(d.seqs, d.ids))
+        log.warning("view: %s dropped %d event(s): %s", d.property, len(d.ids), names)
 
 
 class ViewCache:
@@ -253,7 +266,10 @@ class ViewCache:
 def view_of(conversation: "Conversation", at: int | None = None) -> View:
     if at is not None:
         with conversation.store.reading() as db:
-            return View.from_data(view_query.load(db, conversation.id, at))
-    if conversation._view_cache is None:
-        conversation._view_cache = ViewCache(conversation)
-    return conversation._view_cache.get()
+            view = View.from_data(view_query.load(db, conversation.id, at))
+    else:
+        if conversation._view_cache is None:
+            conversation._view_cache = ViewCache(conversation)
+        view = conversation._view_cache.get()
+    view.conversation = conversation
+    return view

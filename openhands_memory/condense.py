@@ -1,0 +1,112 @@
+"""Running a condenser against a stored conversation and writing what it decides.
+
+A Condensation's event row, condensation row, forgotten ranges and the ledger rows of the
+LLM calls that produced it are written in one ``BEGIN IMMEDIATE`` transaction, which
+refuses, writing nothing, if another condensation landed after the view was read.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Sequence
+
+from . import rows
+from .errors import ConcurrentCondensation
+from .events import Condensation, CondensationRequest
+from .view import View
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from .condensers.base import Condenser
+    from .store import Conversation
+
+_INSERT_CALL = (
+    "INSERT INTO llm_call (conversation_id, condensation_id, created_at, strategy, purpose, "
+    "model, prompt_tokens, completion_tokens, cost_usd, latency_s, outcome, error, response_id, "
+    "attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def record_calls(
+    db: "sqlite3.Connection", conversation_id: str, calls: Sequence[Any], condensation_id: int | None
+) -> None:
+    """Ledger rows for LLM calls (``condensers.llm_base.LedgerEntry``)."""
+    now = datetime.now(timezone.utc).isoformat()
+    db.executemany(
+        _INSERT_CALL,
+        [
+            (
+                conversation_id,
+                condensation_id if c.call.outcome == "ok" else None,
+                now,
+                c.strategy,
+                c.purpose,
+                c.call.model,
+                c.call.prompt_tokens,
+                c.call.completion_tokens,
+                c.call.cost_usd,
+                c.call.latency_s,
+                c.call.outcome,
+                c.call.error,
+                c.call.response_id,
+                c.call.attempts,
+            )
+            for c in calls
+        ],
+    )
+
+
+def write_condensation(
+    conversation: "Conversation", cond: Condensation, view: View, calls: Sequence[Any] = ()
+) -> int:
+    """Store ``cond`` (made from ``view``) and its ledger rows; returns its id."""
+    with conversation.store.writing() as db:
+        latest = rows.latest_condensation_id(db, conversation.id)
+        if latest != view.last_condensation:
+            raise ConcurrentCondensation(
+                f"condensation {latest} landed in conversation {conversation.id!r} after the view "
+                f"(up to event {view.upto}) was read; nothing was written: condense again from a "
+                "fresh view"
+            )
+        (seq,) = conversation.insert(db, [cond])
+        record_calls(db, conversation.id, calls, seq)
+    conversation._after_append([cond], [seq])
+    return seq
+
+
+def condense(
+    conversation: "Conversation", condenser: "Condenser", *, dry_run: bool = False
+) -> View | Condensation:
+    """Condense the conversation's current view; store the result unless ``dry_run``.
+
+    Failed LLM calls are recorded in the ledger even when nothing else is written.
+    """
+    view = conversation.view()
+    try:
+        result = condenser.condense(view)
+    finally:
+        calls = condenser.take_calls()
+        if calls and not dry_run:
+            failed = [c for c in calls if c.call.outcome != "ok"]
+            if failed:
+                with conversation.store.writing() as db:
+                    record_calls(db, conversation.id, failed, None)
+            calls = [c for c in calls if c.call.outcome == "ok"]
+    if isinstance(result, Condensation) and not dry_run:
+        write_condensation(conversation, result, view, calls)
+    return result
+
+
+def step(conversation: "Conversation", condenser: "Condenser") -> View:
+    """The agent-loop helper: condense if needed, store it, and return the view to send."""
+    result = condense(conversation, condenser)
+    if isinstance(result, Condensation):
+        return conversation.view()
+    return result
+
+
+def request_condensation(conversation: "Conversation") -> int:
+    """Ask the condenser to condense at the next step (as a context-window error does)."""
+    return conversation.append(CondensationRequest())
+

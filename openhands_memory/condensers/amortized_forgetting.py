@@ -1,0 +1,25 @@
+"""AmortizedForgetting: past ``max_size`` events, forget the middle down to ``max_size // 2``.
+
+No summary: the head and the newest events stay, the rest is forgotten in one stored
+condensation, so the cost of condensing is paid once per ``max_size // 2`` events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..events import Condensation
+from ..view import View
+from .base import Reason, RollingCondenser, forgotten_runs
+
+
+@dataclass
+class AmortizedForgettingCondenser(RollingCondenser):
+    type = "amortized"
+
+    max_size: int = 100
+    keep_first: int = 1
+
+    def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
+        start, end = self.cut(view, reasons)
+        return Condensation(forgotten_ranges=forgotten_runs(view, range(start, end)))

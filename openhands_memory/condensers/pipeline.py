@@ -1,0 +1,31 @@
+"""Pipeline: each condenser gets the previous one's view; the first Condensation ends it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import Condensation
+from ..view import View
+from .base import Condenser
+
+
+@dataclass
+class PipelineCondenser(Condenser):
+    type = "pipeline"
+
+    condensers: list[Condenser] = field(default_factory=list)
+
+    def condense(self, view: View) -> View | Condensation:
+        result: View | Condensation = view
+        for condenser in self.condensers:
+            result = condenser.condense(result)  # type: ignore[arg-type]
+            if isinstance(result, Condensation):
+                break
+        return result
+
+    def handles_condensation_requests(self) -> bool:
+        return any(c.handles_condensation_requests() for c in self.condensers)
+
+    def take_calls(self) -> list[Any]:
+        return [call for c in self.condensers for call in c.take_calls()]

@@ -1,0 +1,135 @@
+"""OpenHands-style TOML configuration for condensers.
+
+    [condenser]
+    type = "pipeline"
+
+    [[condenser.condensers]]
+    type = "conversation_window"
+
+    [[condenser.condensers]]
+    type = "llm"
+    llm_config = "summarizer"      # resolves [llm.summarizer]; an inline table works too
+    keep_first = 4
+    max_size = 120
+
+    [llm.summarizer]
+    model = "gpt-4o-mini"
+
+Unlike OpenHands, a bad section is an error naming the key, never a silent NoOp; and
+``llm_config`` names resolve for every LLM strategy, nested pipelines included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import typing
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+from .llm import LLMConfig
+
+
+def condenser_types() -> dict[str, type]:
+    from .condensers import CONDENSER_TYPES
+
+    return CONDENSER_TYPES
+
+
+def _settings(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")}
+
+
+def _accepts(annotation: Any, value: Any) -> bool:
+    """A light type check of a TOML value against a setting's annotation."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, type(int | None)) else (annotation,)
+    for option in options:
+        if option is type(None) and value is None:
+            return True
+        if option is bool and isinstance(value, bool):
+            return True
+        if option is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if option is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if option is str and isinstance(value, str):
+            return True
+    return False
+
+
+def _llm(value: Any, where: str, llms: Mapping[str, Any]) -> LLMConfig:
+    if isinstance(value, str):
+        if value not in llms:
+            known = ", ".join(sorted(llms)) or "none"
+            raise ConfigError(f"{where}.llm_config names [llm.{value}], which is not defined (defined: {known})")
+        return LLMConfig.from_mapping(value, llms[value])
+    if isinstance(value, Mapping):
+        return LLMConfig.from_mapping(f"{where}.llm_config", value)
+    raise ConfigError(f"{where}.llm_config must be the name of an [llm.NAME] section or a table")
+
+
+def condenser_from_section(section: Any, llms: Mapping[str, Any], where: str = "condenser"):
+    """Build the condenser one TOML table describes; errors name ``where.key``."""
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{where} must be a table")
+    types = condenser_types()
+    kind = section.get("type")
+    if kind is None:
+        raise ConfigError(f"{where}.type is missing (one of: {', '.join(sorted(types))})")
+    cls = types.get(kind)
+    if cls is None:
+        raise ConfigError(f"{where}.type {kind!r} is not a condenser type (one of: {', '.join(sorted(types))})")
+    settings = _settings(cls)
+    values: dict[str, Any] = {}
+    for key, value in section.items():
+        if key == "type":
+            continue
+        if key not in settings:
+            raise ConfigError(
+                f"{where}.{key} is not a setting of type {kind!r} (settings: {', '.join(sorted(settings)) or 'none'})"
+            )
+        if key == "llm_config":
+            values[key] = _llm(value, where, llms)
+        elif key == "condensers":
+            if not isinstance(value, list):
+                raise ConfigError(f"{where}.condensers must be an array of tables ([[{where}.condensers]])")
+            values[key] = [
+                condenser_from_section(item, llms, f"{where}.condensers[{i}]") for i, item in enumerate(value)
+            ]
+        elif not _accepts(settings[key], value):
+            raise ConfigError(f"{where}.{key} = {value!r} has the wrong type (expected {settings[key]})")
+        else:
+            values[key] = value
+    try:
+        return cls(**values)
+    except TypeError as e:  # a required setting is missing
+        raise ConfigError(f"{where}: {e}") from None
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def condenser_from_toml(data: Mapping[str, Any], name: str | None = None):
+    """The ``[condenser]`` section of a parsed TOML document, or ``[condenser.NAME]``."""
+    llms = {k: v for k, v in (data.get("llm") or {}).items() if isinstance(v, Mapping)}
+    if "condenser" not in data:
+        raise ConfigError("the configuration has no [condenser] section")
+    section = data["condenser"]
+    if name is not None:
+        if not isinstance(section, Mapping) or name not in section:
+            raise ConfigError(f"the configuration has no [condenser.{name}] section")
+        return condenser_from_section(section[name], llms, f"condenser.{name}")
+    return condenser_from_section(section, llms)
+
+
+def load_condenser(path: str | Path, name: str | None = None):
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path} is not valid TOML: {e}") from None
+    return condenser_from_toml(data, name)

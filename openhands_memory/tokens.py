@@ -1,0 +1,212 @@
+"""Token counts: per event, cached in the event row, summed in SQL over the visible intervals.
+
+A counter is litellm's tokenizer for a model, or a declared estimate (about four characters
+a token) when no tokenizer is wanted. Counts cached in rows belong to one counter: the
+conversation's metadata records which, and switching counters clears the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+from .events import ActionEvent, Event, ObservationBase
+from .messages import batch_message, result_message, single_message
+
+if TYPE_CHECKING:
+    from .store import Conversation
+    from .view import View
+
+log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4
+ESTIMATE = "chars/4"
+
+
+class TokenCounter(Protocol):
+    name: str
+
+    def count(self, messages: list[dict]) -> int: ...
+
+
+def event_messages(e: Event) -> list[dict]:
+    """The provider message(s) one event contributes, for counting it on its own."""
+    if isinstance(e, ActionEvent):
+        return [batch_message([e])]
+    if isinstance(e, ObservationBase):
+        return [result_message(e)]
+    msg = single_message(e)
+    return [msg] if msg is not None else []
+
+
+@dataclass(frozen=True)
+class CharEstimate:
+    """A declared estimate: one token per four characters of the messages' JSON."""
+
+    name: str = ESTIMATE
+
+    def count(self, messages: list[dict]) -> int:
+        if not messages:
+            return 0
+        return math.ceil(len(json.dumps(messages, ensure_ascii=False)) / CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class LiteLLMCounter:
+    """litellm's tokenizer for ``model`` (tiktoken for OpenAI models, a default otherwise)."""
+
+    model: str
+
+    @property
+    def name(self) -> str:
+        return f"litellm:{self.model}"
+
+    def count(self, messages: list[dict]) -> int:
+        from .llm import count_tokens
+
+        return count_tokens(self.model, messages) if messages else 0
+
+
+def counter_for(tokenizer: str | None) -> TokenCounter:
+    """``"chars/4"`` (or None) for the estimate, otherwise a model name for litellm's tokenizer."""
+    if tokenizer in (None, "", ESTIMATE):
+        return CharEstimate()
+    return LiteLLMCounter(tokenizer)
+
+
+def count_event(counter: TokenCounter, e: Event) -> int:
+    return counter.count(event_messages(e))
+
+
+def count_events(counter: TokenCounter, events: Sequence[Event]) -> int:
+    return sum(count_event(counter, e) for e in events)
+
+
+# --- cached per row ----------------------------------------------------------------------
+
+_COUNTER_KEY = "token_counter"
+
+
+def _ensure_counter(conversation: "Conversation", counter: TokenCounter) -> None:
+    """Make the cached counts belong to ``counter``, clearing them if another one made them."""
+    store = conversation.store
+    with store.writing() as db:
+        row = db.execute(
+            "SELECT json_extract(metadata, '$.token_counter') FROM conversation WHERE id = ?",
+            (conversation.id,),
+        ).fetchone()
+        if row is not None and row[0] == counter.name:
+            return
+        if row is not None and row[0] is not None:
+            log.info("token counter changed from %s to %s: recounting", row[0], counter.name)
+        db.execute("UPDATE event SET token_count = NULL WHERE conversation_id = ?", (conversation.id,))
+        db.execute(
+            "UPDATE conversation SET metadata = json_set(metadata, '$.token_counter', ?) WHERE id = ?",
+            (counter.name, conversation.id),
+        )
+
+
+_SUM = (
+    "SELECT COALESCE(SUM(token_count), 0) FROM event "
+    "WHERE conversation_id = ? AND llm_visible AND id BETWEEN ? AND ?"
+)
+_COUNTS = (
+    "SELECT id, token_count FROM event "
+    "WHERE conversation_id = ? AND llm_visible AND id BETWEEN ? AND ?"
+)
+_MISSING = (
+    "SELECT id FROM event WHERE conversation_id = ? AND llm_visible AND token_count IS NULL "
+    "AND id BETWEEN ? AND ?"
+)
+
+
+class RowTokens:
+    """Token totals of a conversation's views, from counts cached in the event rows."""
+
+    def __init__(self, conversation: "Conversation", counter: TokenCounter):
+        self.conversation = conversation
+        self.counter = counter
+        self._checked = False
+
+    def _intervals(self, view: "View") -> list[tuple[int, int]]:
+        from . import ranges
+
+        return ranges.complement(view.hidden, view.upto) if view.upto >= 0 else []
+
+    def _fill_missing(self, intervals: list[tuple[int, int]], view: "View") -> None:
+        conv = self.conversation
+        with conv.store.reading() as db:
+            missing = [r[0] for s, e in intervals for r in db.execute(_MISSING, (conv.id, s, e))]
+        if not missing:
+            return
+        in_view = {e.seq: e for e in view.events if e.seq is not None}
+        counts = [
+            (count_event(self.counter, in_view.get(seq) or conv.get(seq)), conv.id, seq)
+            for seq in missing
+        ]
+        with conv.store.writing() as db:
+            db.executemany(
+                "UPDATE event SET token_count = ? WHERE conversation_id = ? AND id = ?", counts
+            )
+
+    def total(self, view: "View") -> int:
+        """Tokens of everything in ``view``.
+
+        A view as queried is summed in SQL from the cached row counts, plus its summary,
+        minus what enforcement dropped. A rewritten view (masking) adds, event by event,
+        the cached count of each stored event it kept and a fresh count of each replacement.
+        """
+        intervals = self._ready(view)
+        if view.replaced:
+            return self._sum_events(intervals, view)
+        total = self._sum(intervals)
+        summary = view.summary_event
+        if summary is not None:
+            total += count_event(self.counter, summary)
+        dropped = [seq for d in view.dropped for seq in d.seqs if seq is not None]
+        if dropped:
+            counts = self._row_counts(intervals)
+            total -= sum(counts.get(seq, 0) for seq in dropped)
+        return total
+
+    def _sum(self, intervals: list[tuple[int, int]]) -> int:
+        conv = self.conversation
+        with conv.store.reading() as db:
+            return sum(db.execute(_SUM, (conv.id, s, e)).fetchone()[0] for s, e in intervals)
+
+    def _row_counts(self, intervals: list[tuple[int, int]]) -> dict[int, int]:
+        conv = self.conversation
+        with conv.store.reading() as db:
+            return {
+                seq: n
+                for s, e in intervals
+                for seq, n in db.execute(_COUNTS, (conv.id, s, e))
+            }
+
+    def _sum_events(self, intervals: list[tuple[int, int]], view: "View") -> int:
+        return sum(self._per_event(intervals, view))
+
+    def per_event(self, view: "View") -> list[int]:
+        """Each view event's tokens: cached row counts, fresh counts for derived events."""
+        return self._per_event(self._ready(view), view)
+
+    def _ready(self, view: "View") -> list[tuple[int, int]]:
+        """The view's visible id intervals, with every row in them counted."""
+        if not self._checked:
+            _ensure_counter(self.conversation, self.counter)
+            self._checked = True
+        intervals = self._intervals(view)
+        self._fill_missing(intervals, view)
+        return intervals
+
+    def _per_event(self, intervals: list[tuple[int, int]], view: "View") -> list[int]:
+        counts = self._row_counts(intervals)
+        return [
+            counts[e.seq]
+            if e.seq is not None and e.seq not in view.replaced and e.seq in counts
+            else count_event(self.counter, e)
+            for e in view.events
+        ]
