@@ -255,7 +255,16 @@ class ViewCache:
             if type(e).llm_visible:
                 data.events[e.seq] = e
             if isinstance(e, ActionEvent):
-                data.batch_sizes[e.llm_response_id] = data.batch_sizes.get(e.llm_response_id, 0) + 1
+                rid = e.llm_response_id
+                if rid not in data.batch_sizes and data.hidden:
+                    # Earlier actions of this batch may lie in forgotten ranges (a condensation
+                    # landed mid-batch): count the whole batch up to this event in SQL.
+                    with self.conversation.store.reading() as db:
+                        data.batch_sizes.update(
+                            view_query.batch_sizes(db, data.conversation_id, e.seq, {rid})
+                        )
+                else:
+                    data.batch_sizes[rid] = data.batch_sizes.get(rid, 0) + 1
             if isinstance(e, CondensationRequest):
                 data.last_request = e.seq
         self.view = None

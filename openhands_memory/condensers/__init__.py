@@ -6,10 +6,13 @@ from .amortized_forgetting import AmortizedForgettingCondenser
 from .base import Condenser, Reason, Requirement, RollingCondenser
 from .browser_output import BrowserOutputCondenser
 from .conversation_window import ConversationWindowCondenser
+from .llm_attention import LLMAttentionCondenser
+from .llm_summarizing import LLMSummarizingCondenser
 from .no_op import NoOpCondenser
 from .observation_masking import ObservationMaskingCondenser
 from .pipeline import PipelineCondenser
 from .recent_events import RecentEventsCondenser
+from .structured_summary import StructuredSummaryCondenser
 
 CONDENSER_TYPES: dict[str, type[Condenser]] = {
     c.type: c
@@ -20,9 +23,23 @@ CONDENSER_TYPES: dict[str, type[Condenser]] = {
         RecentEventsCondenser,
         AmortizedForgettingCondenser,
         ConversationWindowCondenser,
+        LLMSummarizingCondenser,
+        StructuredSummaryCondenser,
+        LLMAttentionCondenser,
         PipelineCondenser,
     )
 }
+
+
+def default_condenser() -> Condenser:
+    """The embedded default: old browser pages reduced to their URL, then a rolling summary
+    written by the offline summarizer (no API key) past 120 events, keeping the first 4."""
+    return PipelineCondenser(
+        [
+            BrowserOutputCondenser(attention_window=2),
+            LLMSummarizingCondenser(max_size=120, keep_first=4),
+        ]
+    )
 
 __all__ = [
     "CONDENSER_TYPES",
@@ -30,6 +47,10 @@ __all__ = [
     "BrowserOutputCondenser",
     "Condenser",
     "ConversationWindowCondenser",
+    "LLMAttentionCondenser",
+    "LLMSummarizingCondenser",
+    "StructuredSummaryCondenser",
+    "default_condenser",
     "NoOpCondenser",
     "ObservationMaskingCondenser",
     "PipelineCondenser",

@@ -43,7 +43,6 @@ class Requirement(str, enum.Enum):
     HARD = "hard"  # no valid cut: fall back (see ``hard_fallback``), or raise
 
 
-HARD_FALLBACKS = ("raise", "reset", "offline")
 
 
 def _config_dict(obj: Any) -> dict[str, Any]:
@@ -132,7 +131,8 @@ class RollingCondenser(Condenser):
       ``tokenizer`` model's context window when litellm knows it;
     * ``tokenizer``: a model name for litellm's tokenizer, or ``"chars/4"`` for the declared
       estimate; token counting is on when either this or ``max_tokens`` is set;
-    * ``hard_fallback``: what a hard requirement does when no cut exists.
+    * ``hard_fallback``: what a hard requirement does when condensing failed: ``raise``,
+      ``reset`` (forget all after the system prompt) or, for summarizers, ``offline``.
     """
 
     max_size: int = 100
@@ -143,6 +143,7 @@ class RollingCondenser(Condenser):
     hard_fallback: str = "raise"
 
     summary_slot: ClassVar[int] = 0  # 1 for strategies that add a summary
+    hard_fallbacks: ClassVar[tuple[str, ...]] = ("raise", "reset")
     _tokens_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -164,9 +165,257 @@ class RollingCondenser(Condenser):
             raise ConfigError(f"{name}.max_tokens ({self.max_tokens}) must be positive")
         if not 0 <= self.minimum_progress < 1:
             raise ConfigError(f"{name}.minimum_progress ({self.minimum_progress}) must be in [0, 1)")
-        if self.hard_fallback not in HARD_FALLBACKS:
+        if self.hard_fallback not in self.hard_fallbacks:
             raise ConfigError(
-                f"{name}.hard_fallback ({self.hard_fallback!r}) must be one of {', '.join(HARD_FALLBACKS)}"
+                f"{name}.hard_fallback ({self.hard_fallback!r}) must be one of "
+                f"{', '.join(self.hard_fallbacks)}"
+            )
+
+    def handles_condensation_requests(self) -> bool:
+        return True
+
+    # --- tokens ----------------------------------------------------------------------
+
+    @property
+    def counts_tokens(self) -> bool:
+        return self.max_tokens is not None or self.tokenizer is not None
+
+    def counter(self) -> TokenCounter:
+        return counter_for(self.tokenizer)
+
+    def token_limit(self) -> int | None:
+        """``max_tokens``, capped by the tokenizer model's context window when known."""
+        limits = [self.max_tokens] if self.max_tokens is not None else []
+        if self.tokenizer not in (None, "chars/4"):
+            from ..llm import context_window
+
+            window = context_window(self.tokenizer)  # type: ignore[arg-type]
+            if window is not None:
+                limits.append(window)
+        return min(limits) if limits else None
+
+    def _row_tokens(self, view: View) -> RowTokens | None:
+        if view.conversation is None:
+            return None
+        key = view.conversation.id
+        if key not in self._tokens_cache:
+            self._tokens_cache[key] = RowTokens(view.conversation, self.counter())
+        return self._tokens_cache[key]
+
+    def view_tokens(self, view: View) -> int:
+        rows = self._row_tokens(view)
+        if rows is not None:
+            return rows.total(view)
+        counter = self.counter()
+        return sum(count_event(counter, e) for e in view.events)
+
+    def event_tokens(self, view: View) -> list[int]:
+        rows = self._row_tokens(view)
+        if rows is not None:
+            return rows.per_event(view)
+        counter = self.counter()
+        return [count_event(counter, e) for e in view.events]
+
+    # --- deciding --------------------------------------------------------------------
+
+    def reasons(self, view: View) -> set[Reason]:
+        found: set[Reason] = set()
+        if view.unhandled_condensation_request:
+            found.add(Reason.REQUEST)
+        if len(view) > self.max_size:
+            found.add(Reason.EVENTS)
+        if self.counts_tokens:
+            limit = self.token_limit()
+            if limit is not None and self.view_tokens(view) > limit:
+                found.add(Reason.TOKENS)
+        return found
+
+    @staticmethod
+    def requirement(reasons: set[Reason]) -> Requirement | None:
+        if not reasons:
+            return None
+        if reasons <= {Reason.EVENTS}:
+            return Requirement.SOFT
+        return Requirement.HARD
+
+    def tail_length(self, view: View, reasons: set[Reason]) -> int:
+        """How many of the newest events to keep: the strictest reason wins."""
+        slot = self.summary_slot
+        candidates: list[int] = []
+        if Reason.REQUEST in reasons:
+            candidates.append(len(view) // 2 - self.keep_first - slot)
+        if Reason.EVENTS in reasons:
+            candidates.append(self.max_size // 2 - self.keep_first - slot)
+        if Reason.TOKENS in reasons:
+            candidates.append(self._token_tail(view))
+        return max(0, min(candidates)) if candidates else len(view)
+
+    def _token_tail(self, view: View) -> int:
+        """The longest tail whose tokens, with the kept head, fit in half the limit."""
+        limit = self.token_limit() or 0
+        counts = self.event_tokens(view)
+        budget = limit // 2 - sum(counts[: self.keep_first])
+        tail, used = 0, 0
+        for n in reversed(counts[self.keep_first :]):
+            if used + n > budget:
+                break
+            used += n
+            tail += 1
+        return tail
+
+    def cut(self, view: View, reasons: set[Reason]) -> tuple[int, int]:
+        """The ``[start, end)`` positions to forget, at manipulation indices."""
+        naive_end = len(view) - self.tail_length(view, reasons)
+        start = view.find_next(max(self.keep_first, system_floor(view)))
+        end = view.find_next(naive_end)
+        if start is None or end is None:
+            raise NoCondensationAvailable(
+                "no cut point: a tool call is still waiting for its result, or one tool loop "
+                "runs to the end of the view"
+            )
+        if end <= start:
+            raise NoCondensationAvailable(
+                f"nothing to forget between the protected head ({start} events) and the tail "
+                "to keep; a tool loop may span most of the view (lower keep_first or max_size)"
+            )
+        if end - start < len(view) * self.minimum_progress:
+            raise NoCondensationAvailable(
+                f"forgetting {end - start} of {len(view)} events is below minimum_progress "
+                f"({self.minimum_progress:g})"
+            )
+        return start, end
+
+    # --- condensing ------------------------------------------------------------------
+
+    @abstractmethod
+    def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
+        """The condensation for these reasons, or NoCondensationAvailable."""
+
+    def reset_positions(self, view: View) -> range | None:
+        """Everything after the system prompt that can be forgotten at once, or None."""
+        start = system_floor(view)
+        end = view.manipulation_indices.find_previous(len(view))
+        if end is None or end <= start:
+            return None
+        return range(start, end)
+
+    def fallback(
+        self, view: View, reasons: set[Reason], error: NoCondensationAvailable
+    ) -> Condensation | None:
+        """What a hard requirement does when ``get_condensation`` failed; None re-raises.
+
+        The base strategy knows one fallback, ``reset``: forget everything after the system
+        prompt that can be forgotten (summarizing strategies override this).
+        """
+        if self.hard_fallback == "raise":
+            return None
+        positions = self.reset_positions(view)
+        if positions is None:
+            return None
+        return Condensation(forgotten_ranges=forgotten_runs(view, positions))
+
+    def condense(self, view: View) -> View | Condensation: ...
+
+    def handles_condensation_requests(self) -> bool:
+        return False
+
+    def config(self) -> dict[str, Any]:
+        """The settings, as stored beside each condensation this condenser makes."""
+        return _config_dict(self)
+
+    def take_calls(self) -> list[Any]:
+        """LLM calls made since the last take (for the ledger); none for most strategies."""
+        return []
+
+
+def forgotten_runs(view: View, positions: Sequence[int]) -> list[tuple[int, int]]:
+    """Store id runs that forget the view events at ``positions``.
+
+    Each run of adjacent positions becomes one id range from its first to its last stored
+    event: any id in between is either already hidden or not shown to the model, so one
+    range per run forgets exactly those events. The summary (no store id) is skipped: a
+    newer summary replaces it, and without one it stays.
+    """
+    runs: list[tuple[int, int]] = []
+    group: list[int] = []
+
+    def flush() -> None:
+        seqs = [view.events[i].seq for i in group if view.events[i].seq is not None]
+        if seqs:
+            runs.append((min(seqs), max(seqs)))  # type: ignore[type-var]
+
+    for p in sorted(positions):
+        if group and p != group[-1] + 1:
+            flush()
+            group = []
+        group.append(p)
+    if group:
+        flush()
+    return runs
+
+
+def summary_offset(view: View, start: int) -> int:
+    """Where a new summary for a cut at ``start`` lands in the next view (old summary gone)."""
+    return sum(1 for e in view.events[:start] if not isinstance(e, CondensationSummaryEvent))
+
+
+def system_floor(view: View) -> int:
+    """The first position after the system prompt (0 without one): never forget the prompt."""
+    for i, e in enumerate(view.events):
+        if isinstance(e, SystemPromptEvent):
+            return i + 1
+    return 0
+
+
+@dataclass
+class RollingCondenser(Condenser):
+    """Condenses when a reason applies; cuts ``[start, end)`` at manipulation indices.
+
+    Settings shared by the rolling strategies:
+    * ``max_size``: more events than this is the EVENTS reason (soft);
+    * ``keep_first``: events at the start that are never forgotten;
+    * ``max_tokens``: more tokens than this is the TOKENS reason (hard); capped by the
+      ``tokenizer`` model's context window when litellm knows it;
+    * ``tokenizer``: a model name for litellm's tokenizer, or ``"chars/4"`` for the declared
+      estimate; token counting is on when either this or ``max_tokens`` is set;
+    * ``hard_fallback``: what a hard requirement does when condensing failed: ``raise``,
+      ``reset`` (forget all after the system prompt) or, for summarizers, ``offline``.
+    """
+
+    max_size: int = 100
+    keep_first: int = 1
+    max_tokens: int | None = None
+    tokenizer: str | None = None
+    minimum_progress: float = 0.0
+    hard_fallback: str = "raise"
+
+    summary_slot: ClassVar[int] = 0  # 1 for strategies that add a summary
+    hard_fallbacks: ClassVar[tuple[str, ...]] = ("raise", "reset")
+    _tokens_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._validate()
+
+    def _validate(self) -> None:
+        name = self.type
+        if self.max_size < 1:
+            raise ConfigError(f"{name}.max_size ({self.max_size}) must be at least 1")
+        if self.keep_first < 0:
+            raise ConfigError(f"{name}.keep_first ({self.keep_first}) cannot be negative")
+        if self.max_size // 2 - self.keep_first - self.summary_slot <= 0:
+            raise ConfigError(
+                f"{name}.keep_first ({self.keep_first}) leaves no room to condense: it must be "
+                f"less than max_size // 2{' - 1' if self.summary_slot else ''} "
+                f"({self.max_size // 2 - self.summary_slot}); lower keep_first or raise max_size"
+            )
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError(f"{name}.max_tokens ({self.max_tokens}) must be positive")
+        if not 0 <= self.minimum_progress < 1:
+            raise ConfigError(f"{name}.minimum_progress ({self.minimum_progress}) must be in [0, 1)")
+        if self.hard_fallback not in self.hard_fallbacks:
+            raise ConfigError(
+                f"{name}.hard_fallback ({self.hard_fallback!r}) must be one of "
+                f"{', '.join(self.hard_fallbacks)}"
             )
 
     def handles_condensation_requests(self) -> bool:
@@ -313,7 +562,7 @@ class RollingCondenser(Condenser):
             if requirement is Requirement.SOFT:
                 log.info("%s: condensation deferred (%s)", self.type, e)
                 return view
-            fallback = self.fallback(view, reasons)
+            fallback = self.fallback(view, reasons, e)
             if fallback is None:
                 raise
             log.warning("%s: %s; falling back to %s", self.type, e, self.hard_fallback)

@@ -1,0 +1,182 @@
+"""How fast events go in, and how much disk they take.
+
+    python bench/append.py [--events 100000] [--dir DIR] [--profile]
+
+Measures, on a coding-agent event mix (bench/workload.py):
+  * durable single-event appends per second: one event per transaction, as an agent loop
+    appends, with the default durability "normal" (WAL, synchronous=NORMAL) and with "full"
+    (an fsync at every commit) for reference;
+  * batched appends per second: append_many in batches of 1,000, up to --events events;
+  * bytes on disk per event: the file plus its -wal after PRAGMA wal_checkpoint(TRUNCATE),
+    divided by the number of events; and the average JSON payload for context.
+Prints a plain-text table, the machine, the targets as PASS/FAIL, and OpenHands SDK 1.58's
+figures from DESIGN.md for comparison. Runs in well under two minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.workload import coding_events  # noqa: E402
+from openhands_memory.store import EventStore  # noqa: E402
+
+# Targets (the project's), and OpenHands SDK 1.58 measured on the same machine kind (DESIGN.md).
+TARGET_SINGLE = 5_000  # events/s
+TARGET_BATCHED = 50_000  # events/s
+TARGET_BYTES = 2_100  # bytes/event (2.1 KB, KB = 1000 B)
+SDK_APPEND = 900  # events/s
+SDK_BYTES = 4_200  # bytes/event
+
+BATCH = 1_000
+
+
+def disk_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def single_appends(path: Path, events: list, durability: str, limit_s: float) -> tuple[int, float]:
+    """Append one event per transaction until ``events`` or ``limit_s`` runs out."""
+    with EventStore(path, durability=durability) as store:
+        conv = store.create_conversation("single")
+        append = conv.append
+        n = 0
+        t0 = time.perf_counter()
+        deadline = t0 + limit_s
+        for e in events:
+            append(e)
+            n += 1
+            if n % 100 == 0 and time.perf_counter() > deadline:
+                break
+        elapsed = time.perf_counter() - t0
+    return n, elapsed
+
+
+def batched_appends(path: Path, events: list) -> tuple[list[tuple[int, float]], int]:
+    """append_many in batches of BATCH; returns (events so far, seconds so far) checkpoints and bytes."""
+    marks = []
+    with EventStore(path) as store:
+        conv = store.create_conversation("batched")
+        t0 = time.perf_counter()
+        for i in range(0, len(events), BATCH):
+            conv.append_many(events[i : i + BATCH])
+            done = min(i + BATCH, len(events))
+            if done in (10_000, 50_000) or done == len(events):
+                marks.append((done, time.perf_counter() - t0))
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = disk_bytes(path)
+        assert len(conv) == len(events)
+    return marks, size
+
+
+def row(cells: list[str], widths: list[int]) -> str:
+    return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [row(header, widths), "  ".join("-" * w for w in widths)]
+    lines += [row(r, widths) for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--events", type=int, default=100_000, help="events for the batched run")
+    ap.add_argument("--single", type=int, default=10_000, help="at most this many single appends")
+    ap.add_argument("--seconds", type=float, default=8.0, help="time limit of each single-append run")
+    ap.add_argument("--dir", default=None, help="where to put the database files (default: a temp dir)")
+    ap.add_argument("--profile", action="store_true", help="cProfile the single appends and print the top")
+    args = ap.parse_args()
+
+    print("openhands-memory append benchmark")
+    print(f"machine: {os.cpu_count()} CPUs, {platform.machine()}, {platform.system()} {platform.release()}; "
+          f"Python {platform.python_version()}; SQLite {sqlite3.sqlite_version}")
+
+    t0 = time.perf_counter()
+    events = list(coding_events(args.events, seed=0))
+    gen_s = time.perf_counter() - t0
+    payload = sum(len(e.to_json().encode()) for e in events) / len(events)
+    kinds: dict[str, int] = {}
+    for e in events:
+        kinds[e.kind] = kinds.get(e.kind, 0) + 1
+    mix = ", ".join(f"{k} {v / len(events):.0%}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    print(f"workload: {len(events):,} coding-agent events (seed 0) generated in {gen_s:.1f}s; mix: {mix}")
+    print()
+
+    work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ohm-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        single = events[: args.single]
+        if args.profile:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.enable()
+        n_norm, s_norm = single_appends(work / "single-normal.db", single, "normal", args.seconds)
+        if args.profile:
+            prof.disable()
+        n_full, s_full = single_appends(work / "single-full.db", single, "full", args.seconds)
+        marks, size = batched_appends(work / "batched.db", events)
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+    rate_norm = n_norm / s_norm
+    rate_full = n_full / s_full
+    n_b, s_b = marks[-1]
+    rate_batch = n_b / s_b
+    per_event = size / n_b
+
+    rows = [
+        ["single append, durability=normal (WAL, sync NORMAL)", f"{n_norm:,}", f"{s_norm:.2f}",
+         f"{rate_norm:,.0f}", f"{1e6 / rate_norm:.0f}"],
+        ["single append, durability=full (fsync per commit)", f"{n_full:,}", f"{s_full:.2f}",
+         f"{rate_full:,.0f}", f"{1e6 / rate_full:.0f}"],
+    ]
+    for n, s in marks:
+        rows.append([f"append_many, batches of {BATCH:,} (first {n:,})", f"{n:,}", f"{s:.2f}",
+                     f"{n / s:,.0f}", f"{1e6 * s / n:.1f}"])
+    print(table(["appends", "events", "seconds", "events/s", "us/event"], rows))
+    print()
+    print(table(
+        ["space (coding mix)", "bytes", "per event"],
+        [
+            [f"database after {n_b:,} events, checkpointed (file + -wal)", f"{size:,}", f"{per_event:,.0f} B"],
+            ["average JSON payload of an event", "", f"{payload:,.0f} B"],
+            ["row, index and page overhead", "", f"{per_event - payload:,.0f} B"],
+        ],
+    ))
+    print()
+    print("OpenHands SDK 1.58, measured on the same machine kind (DESIGN.md; not measured in this run): "
+          f"~{SDK_APPEND:,} events/s append, {SDK_BYTES / 1000:.1f} KB of disk per event.")
+    print(f"this run vs SDK: single appends {rate_norm / SDK_APPEND:.1f}x faster, "
+          f"batched {rate_batch / SDK_APPEND:.0f}x faster, {SDK_BYTES / per_event:.1f}x less disk per event.")
+    print()
+    checks = [
+        (f"single appends (normal) >= {TARGET_SINGLE:,}/s", rate_norm >= TARGET_SINGLE, f"{rate_norm:,.0f}/s"),
+        (f"batched appends >= {TARGET_BATCHED:,}/s", rate_batch >= TARGET_BATCHED, f"{rate_batch:,.0f}/s"),
+        (f"disk per event <= {TARGET_BYTES / 1000:.1f} KB", per_event <= TARGET_BYTES,
+         f"{per_event / 1000:.2f} KB"),
+    ]
+    print(table(["target", "measured", "result"],
+                [[name, got, "PASS" if ok else "FAIL"] for name, ok, got in checks]))
+    if args.profile:
+        print()
+        print("profile of the single appends (durability=normal), by cumulative time:")
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+    return 0 if all(ok for _, ok, _ in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

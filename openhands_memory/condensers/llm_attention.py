@@ -1,0 +1,120 @@
+"""LLMAttention: the model ranks events by importance; the most important are kept.
+
+The head stays; the model's ranking (ids it did not see, or repeats, are ignored) picks what
+else to keep, back-filled with the newest events up to ``max_size // 2``. Keeping an event
+keeps the whole unit it belongs to (a tool call with its result, a batch, a thinking loop),
+so the result is always well-formed. No summary is written. Without a model, or when its
+reply is unusable and the requirement is hard, the newest events are kept.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..errors import NoCondensationAvailable
+from ..events import Condensation
+from ..llm import LLMReply, complete
+from ..view import View
+from .base import Reason, forgotten_runs, system_floor
+from .llm_base import LLMCondenser, SummarizerFailed
+from .rendering import clip, describe
+
+INSTRUCTIONS = """\
+A software agent's context is full. Below are its recent steps, each marked with an id.
+Rank them by how much the agent needs them to finish its task: what the user asked for,
+facts it will use again, the state of files and tests, and unresolved errors come first;
+repeated, superseded or idle steps come last. Answer with JSON of the form
+{"ids": [most important id, next, ...]}, listing only ids shown below."""
+
+SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "ImportantEvents",
+        "schema": {
+            "type": "object",
+            "properties": {"ids": {"type": "array", "items": {"type": "integer"}}},
+            "required": ["ids"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def units(view: View) -> list[range]:
+    """The view cut into the smallest pieces that may be kept or forgotten alone."""
+    cuts = sorted(view.manipulation_indices)
+    return [range(a, b) for a, b in zip(cuts, cuts[1:])]
+
+
+def parse_ranking(reply: LLMReply) -> list[int]:
+    try:
+        data = json.loads(reply.text or "")
+    except ValueError as e:
+        raise ValueError(f"the reply is not JSON: {e}") from None
+    ids = data.get("ids") if isinstance(data, dict) else None
+    if not isinstance(ids, list):
+        raise ValueError('the reply has no "ids" list')
+    return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+
+
+@dataclass
+class LLMAttentionCondenser(LLMCondenser):
+    type = "llm_attention"
+
+    max_size: int = 100
+    keep_first: int = 1
+    hard_fallback: str = "offline"
+
+    purpose: ClassVar[str] = "attention"
+
+    def ranking(self, view: View) -> list[int]:
+        """View positions, most important first, as the model ranks them."""
+        config = self.llm_config
+        if config is None:
+            return []
+        numbered = [(e.seq, e) for e in view.events if e.seq is not None]
+
+        def request(limit: int):
+            listing = "\n\n".join(f"<event id={seq}>\n{clip(describe(e), limit)}\n</event>" for seq, e in numbered)
+            messages = [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": listing}]
+            return complete(config, messages, response_format=SCHEMA)
+
+        seqs = self.ask(request, parse_ranking)
+        position = {e.seq: p for p, e in enumerate(view.events) if e.seq is not None}
+        return [position[s] for s in seqs if s in position]
+
+    def keep_set(self, view: View, ranked: list[int]) -> set[int]:
+        head = max(self.keep_first, system_floor(view))
+        target = max(self.max_size // 2, head + 1)
+        pieces = units(view)
+        unit_of = {p: u for u in pieces for p in u}
+        keep: set[int] = set(range(min(head, len(view))))
+        for p in list(keep):
+            keep.update(unit_of.get(p, ()))
+        # The model's choice first, then the newest events, whole units at a time.
+        for p in ranked + list(range(len(view) - 1, -1, -1)):
+            if len(keep) >= target:
+                break
+            keep.update(unit_of.get(p, (p,)))
+        return keep
+
+    def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
+        return self._forget_all_but(view, self.keep_set(view, self.ranking(view)))
+
+    def fallback(self, view: View, reasons: set[Reason], error) -> Condensation | None:
+        if self.hard_fallback == "raise":
+            return None
+        if isinstance(error, SummarizerFailed) or self.hard_fallback == "offline":
+            try:
+                return self._forget_all_but(view, self.keep_set(view, []))
+            except NoCondensationAvailable:
+                return None
+        return super().fallback(view, reasons, error)
+
+    def _forget_all_but(self, view: View, keep: set[int]) -> Condensation:
+        forget = [p for p in range(len(view)) if p not in keep and view.events[p].seq is not None]
+        if not forget:
+            raise NoCondensationAvailable("every event is kept: nothing to forget")
+        return Condensation(forgotten_ranges=forgotten_runs(view, forget))

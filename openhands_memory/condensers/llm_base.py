@@ -1,0 +1,162 @@
+"""What the LLM strategies share: the summarizer call with its ledger entries, the shrinking
+retry when the summarizer's own context overflows, and the offline fallback."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Callable, ClassVar, TypeVar
+
+from ..errors import NoCondensationAvailable
+from ..events import Condensation, CondensationSummaryEvent, Event
+from ..llm import ContextWindowError, LLMCall, LLMConfig, LLMError, LLMReply
+from ..view import View
+from .base import Reason, RollingCondenser, forgotten_runs, summary_offset
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One model call, for the ``llm_call`` table. ``produced``: its reply went into the result."""
+
+    strategy: str
+    purpose: str
+    call: LLMCall
+    produced: bool = False
+
+
+class SummarizerFailed(NoCondensationAvailable):
+    """The model call failed; nothing was condensed."""
+
+
+@dataclass
+class LLMCondenser(RollingCondenser):
+    """A rolling strategy that asks a model. Without ``llm_config`` it uses the offline summarizer.
+
+    ``hard_context_reset_max_retries`` / ``..._context_scaling``: when the summarizer's own
+    context overflows, retry with every event cut to a shrinking length.
+    """
+
+    llm_config: LLMConfig | None = None
+    max_event_length: int = 10_000
+    hard_context_reset_max_retries: int = 5
+    hard_context_reset_context_scaling: float = 0.8
+    hard_fallback: str = "offline"
+
+    hard_fallbacks: ClassVar[tuple[str, ...]] = ("offline", "reset", "raise")
+    purpose: ClassVar[str] = "summary"
+    _calls: list[LedgerEntry] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def _validate(self) -> None:
+        super()._validate()
+        from ..errors import ConfigError
+
+        if self.max_event_length < 100:
+            raise ConfigError(f"{self.type}.max_event_length ({self.max_event_length}) must be at least 100")
+        if self.hard_context_reset_max_retries < 1:
+            raise ConfigError(f"{self.type}.hard_context_reset_max_retries must be at least 1")
+        if not 0 < self.hard_context_reset_context_scaling < 1:
+            raise ConfigError(f"{self.type}.hard_context_reset_context_scaling must be between 0 and 1")
+
+    def take_calls(self) -> list[LedgerEntry]:
+        calls, self._calls = self._calls, []
+        return calls
+
+    def _record(self, call: LLMCall, produced: bool) -> None:
+        self._calls.append(LedgerEntry(self.type, self.purpose, call, produced))
+
+    def ask(self, request: Callable[[int], LLMReply], parse: Callable[[LLMReply], T]) -> T:
+        """``parse(request(max_event_length))``, shrinking event text after a context overflow.
+
+        Every call lands in the ledger. A failed call or an unusable reply (``parse`` raised
+        ValueError) raises SummarizerFailed, so nothing half-made is ever stored.
+        """
+        limit = self.max_event_length
+        for _ in range(self.hard_context_reset_max_retries):
+            try:
+                reply = request(limit)
+            except ContextWindowError as e:
+                self._record(e.call, False)
+                limit = max(100, int(limit * self.hard_context_reset_context_scaling))
+                log.warning("%s: the summarizer's context overflowed; retrying with events cut to %d chars", self.type, limit)
+                continue
+            except LLMError as e:
+                self._record(e.call, False)
+                raise SummarizerFailed(f"{self.type}: the model call failed: {e}") from e
+            try:
+                result = parse(reply)
+            except ValueError as e:
+                self._record(replace(reply.call, outcome="bad_response", error=str(e)), False)
+                raise SummarizerFailed(f"{self.type}: the model's reply was unusable: {e}") from e
+            self._record(reply.call, True)
+            return result
+        raise SummarizerFailed(
+            f"{self.type}: the summarizer's context overflowed even with events cut to {limit} characters"
+        )
+
+
+@dataclass
+class SummarizingCondenser(LLMCondenser):
+    """Forget the middle and put a summary of it (and of the previous summary) in its place."""
+
+    summary_slot: ClassVar[int] = 1
+
+    def previous_summary(self, view: View) -> str | None:
+        s = view.summary_event
+        return s.summary if s is not None else None
+
+    def forgotten(self, view: View, start: int, end: int) -> list[Event]:
+        return [e for e in view.events[start:end] if not isinstance(e, CondensationSummaryEvent)]
+
+    def summarize_with_model(self, events: list[Event], previous: str | None) -> str:
+        raise NotImplementedError
+
+    def summarize_offline(self, events: list[Event], previous: str | None) -> str:
+        from ..summarizers.offline import OfflineSummarizer
+
+        return OfflineSummarizer().summarize(events, previous)
+
+    def summarize(self, events: list[Event], previous: str | None) -> str:
+        if self.llm_config is None:
+            return self.summarize_offline(events, previous)
+        return self.summarize_with_model(events, previous)
+
+    def condensation(self, view: View, start: int, end: int, summary: str) -> Condensation:
+        return Condensation(
+            forgotten_ranges=forgotten_runs(view, range(start, end)),
+            summary=summary,
+            summary_offset=summary_offset(view, start),
+        )
+
+    def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
+        start, end = self.cut(view, reasons)
+        summary = self.summarize(self.forgotten(view, start, end), self.previous_summary(view))
+        return self.condensation(view, start, end, summary)
+
+    def fallback(self, view: View, reasons: set[Reason], error: NoCondensationAvailable) -> Condensation | None:
+        """``offline``: the offline summarizer over the cut the reasons asked for (or over
+        everything after the system prompt when there is no cut); ``reset``: the model over
+        everything after the system prompt, shrinking event text on overflow; ``raise``."""
+        if self.hard_fallback == "raise":
+            return None
+        span = None
+        if self.hard_fallback == "offline":
+            try:
+                span = self.cut(view, reasons)
+            except NoCondensationAvailable:
+                pass
+        if span is None:
+            positions = self.reset_positions(view)
+            if positions is None:
+                return None
+            span = (positions.start, positions.stop)
+        events, previous = self.forgotten(view, *span), self.previous_summary(view)
+        if self.hard_fallback == "offline":
+            return self.condensation(view, *span, self.summarize_offline(events, previous))
+        try:
+            return self.condensation(view, *span, self.summarize(events, previous))
+        except SummarizerFailed:
+            return None
+
