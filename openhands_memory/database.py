@@ -1,4 +1,4 @@
-"""Opening a database: judging the file before touching it, SQLite settings, transactions.
+"""Opening a database: judging the file before touching it, creating it, SQLite settings.
 
 SQLite is set up for an agent's life: WAL (readers never block the writer), a busy timeout
 (a second process waits instead of failing), foreign keys on, and every write in a
@@ -9,16 +9,15 @@ as "next id = max + 1" can never race another process).
 from __future__ import annotations
 
 import sqlite3
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Literal
-
-from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING, Literal
 
 from . import migrate
 from .errors import NotOurDatabase, SchemaTooNew, SchemaTooOld
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
 
 Durability = Literal["normal", "full"]
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -103,52 +102,38 @@ def check_revision(label: str, revision: str | None) -> None:
     raise SchemaTooNew(label, revision)
 
 
-def _install_sqlite_settings(engine: Engine, durability: Durability) -> None:
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record) -> None:
-        # Hand transaction control to us: pysqlite's own BEGIN handling would defer the
-        # write lock and break BEGIN IMMEDIATE.
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
-        conn.exec_driver_sql(f"BEGIN {mode}")
+def connect(path: Path, durability: Durability = "normal") -> sqlite3.Connection:
+    """A connection set up for an agent's life. Transactions are ours to begin (BEGIN IMMEDIATE
+    for writes): pysqlite's implicit BEGIN would defer the write lock."""
+    db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+    db.execute("PRAGMA foreign_keys=ON")
+    return db
 
 
-def make_engine(location: Location, durability: Durability = "normal") -> Engine:
-    if location.is_sqlite:
-        # A store guards its one connection with a lock, so any thread may use it.
-        engine = create_engine(location.url, connect_args={"check_same_thread": False})
-        _install_sqlite_settings(engine, durability)
-        return engine
+def make_engine(location: Location) -> "Engine":
+    """A SQLAlchemy engine, for migrations (alembic speaks SQLAlchemy)."""
+    from sqlalchemy import create_engine
+
     return create_engine(location.url)
 
 
-@contextmanager
-def write_transaction(engine: Engine) -> Iterator[Connection]:
-    """One write transaction; on SQLite it holds the write lock from its first statement."""
-    with engine.connect() as conn:
-        conn.execution_options(sqlite_begin="IMMEDIATE")
-        with conn.begin():
-            yield conn
+def create_schema(location: Location) -> None:
+    """Bring a new, empty database to the head revision, in one transaction."""
+    from . import migrate
+
+    engine = make_engine(location)
+    try:
+        with engine.begin() as conn:
+            if current_revision(conn) is None:
+                migrate.upgrade(conn, "head")
+    finally:
+        engine.dispose()
 
 
-@contextmanager
-def read_transaction(engine: Engine) -> Iterator[Connection]:
-    """One consistent snapshot for several reads."""
-    with engine.connect() as conn:
-        with conn.begin():
-            yield conn
-
-
-def current_revision(conn: Connection) -> str | None:
+def current_revision(conn: "Connection") -> str | None:
     from sqlalchemy import inspect
 
     if "alembic_version" not in inspect(conn).get_table_names():
@@ -156,29 +141,24 @@ def current_revision(conn: Connection) -> str | None:
     return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
-def open_engine(
+def open_database(
     path_or_url: str | Path, *, durability: Durability = "normal", create: bool = True
-) -> tuple[Engine, Location]:
+) -> tuple[sqlite3.Connection, Location]:
     """Open a database at the head revision, creating it if it is new.
 
     Files at another revision are refused (``SchemaTooOld`` says to run ``migrate``), and so is
     any file that is not ours, before anything is written to it.
     """
     location = Location.parse(path_or_url)
-    if location.is_sqlite and location.path is not None:
-        state = inspect_sqlite_file(location.path)
-        if state.revision is not None:
-            check_revision(location.label, state.revision)
-            return make_engine(location, durability), location  # the common case: no writes
+    if location.path is None or not location.is_sqlite:
+        raise NotImplementedError(f"{location.label}: this version stores events in SQLite files only")
+    state = inspect_sqlite_file(location.path)
+    if state.revision is not None:
+        check_revision(location.label, state.revision)
+    else:
         if not create and not state.exists:
             raise FileNotFoundError(f"{location.label}: no such database file")
         if not location.path.parent.exists():
             raise FileNotFoundError(f"{location.label}: folder {location.path.parent} does not exist")
-    engine = make_engine(location, durability)
-    with write_transaction(engine) as conn:
-        revision = current_revision(conn)
-        if revision is None:
-            migrate.upgrade(conn, "head")
-        else:
-            check_revision(location.label, revision)
-    return engine, location
+        create_schema(location)
+    return connect(location.path, durability), location

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from . import rows
-from .database import Durability, open_engine
+from .database import Durability, open_database
 from .errors import (
     ConversationExists,
     ConversationNotFound,
@@ -52,19 +52,14 @@ class EventStore:
         durability: Durability = "normal",
         create: bool = True,
     ):
-        self.engine, self.location = open_engine(path_or_url, durability=durability, create=create)
-        if not self.location.is_sqlite:
-            raise NotImplementedError("this version stores events in SQLite files only")
-        self._raw = self.engine.raw_connection()
-        self.db: sqlite3.Connection = self._raw.driver_connection
+        self.db, self.location = open_database(path_or_url, durability=durability, create=create)
         self._lock = threading.RLock()
 
     # --- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
         with self._lock:
-            self._raw.close()
-            self.engine.dispose()
+            self.db.close()
 
     def __enter__(self) -> "EventStore":
         return self

@@ -172,7 +172,7 @@ class _Builder:
         calls = [f"{rid}c{j}" for j in range(k)]
         think = draw(st.booleans())
         reasoning = draw(st.booleans())
-        kinds = [draw(st.sampled_from(["obs", "obs", "obs", "rej", "err"])) for _ in calls]
+        kinds = [draw(st.sampled_from(["obs", "obs", "rej", "err"])) for _ in calls]
         answered_early: set[str] = set()
         for j, call in enumerate(calls):
             self.add(action(self.uid("a"), rid, call, first=j == 0, think=think, reasoning=reasoning))
@@ -184,7 +184,7 @@ class _Builder:
         rest = [c for c in calls if c not in answered_early]
         pending: set[str] = set()
         if rest and draw(st.integers(0, 3 if last else 25)) == 0:
-            pending = set(draw(st.lists(st.sampled_from(rest), min_size=1, unique=True)))
+            pending = set(draw(st.lists(st.sampled_from(rest), min_size=1, max_size=len(rest), unique=True)))
         if draw(st.integers(0, 7)) == 0:  # something arrives while the tools run
             between = draw(st.sampled_from(["user", "pause", "request"]))
             self.step(between, last=False)
@@ -215,14 +215,43 @@ class _Builder:
 
 
 @st.composite
-def histories(draw, max_steps: int = 16) -> list[Event]:
+def histories(draw, max_steps: int = 24) -> list[Event]:
     b = _Builder(draw)
     if draw(st.integers(0, 9)) > 0:
         b.add(system(b.uid("sys")))
-    steps = draw(st.lists(st.sampled_from(STEPS), max_size=max_steps))
+    n = draw(st.integers(0, max_steps))
+    steps = draw(st.lists(st.sampled_from(STEPS), min_size=n, max_size=n))
     for i, kind in enumerate(steps):
         b.step(kind, last=i == len(steps) - 1)
     return b.events
+
+
+def features(events: Sequence[Event]) -> list[str]:
+    """Labels for hypothesis' statistics: which shapes a generated history has."""
+    out = []
+    answered = [e.tool_call_id for e in events if e.kind in RESULTS]  # type: ignore[attr-defined]
+    calls = [e for e in events if isinstance(e, ActionEvent)]
+    if any(a.thinking_blocks for a in calls):
+        out.append("thinking")
+    if any(len({a.llm_response_id for a in calls if a.llm_response_id == b.llm_response_id}) and
+           sum(1 for a in calls if a.llm_response_id == b.llm_response_id) > 1 for b in calls):
+        out.append("parallel batch")
+    if any(a.tool_call_id not in answered for a in calls):
+        out.append("pending action")
+    if len(answered) != len(set(answered)):
+        out.append("duplicate result")
+    for k in range(len(events) - 2):
+        a, e, b = events[k : k + 3]
+        if isinstance(a, ActionEvent) and isinstance(e, AgentErrorEvent) and isinstance(b, ActionEvent) \
+                and a.llm_response_id == b.llm_response_id:
+            out.append("interleaved error")
+            break
+    conds = [e for e in events if isinstance(e, Condensation)]
+    if conds:
+        out.append(f"{min(len(conds), 3)}{'+' if len(conds) >= 3 else ''} condensation(s)")
+    if any(c.has_summary_metadata for c in conds):
+        out.append("summary")
+    return out
 
 
 def fresh(events: Sequence[Event]) -> list[Event]:
@@ -434,7 +463,7 @@ def new_conversation(store: EventStore):
 # --- (a) SQL view and view(at=N) equal the oracle ---------------------------------------------
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=300, **SETTINGS)
 @given(history=histories(), data=st.data())
 def test_sql_view_equals_oracle(stores, history, data):
     store, _ = stores
@@ -442,6 +471,9 @@ def test_sql_view_equals_oracle(stores, history, data):
     conv.append_many(fresh(history))
     expected_view, expected_flag, fired = oracle(history)
     event(f"dropped by: {'/'.join(sorted(set(fired))) or 'nothing'}")
+    event(f"length {10 * (len(history) // 10)}+")
+    for label in features(history):
+        event(label)
     view = conv.view()
     assert shape(view) == (expected_view, expected_flag)
     assert [d.property for d in view.dropped] == [PROPERTY_NAMES[p] for p in fired]
@@ -455,7 +487,7 @@ def test_sql_view_equals_oracle(stores, history, data):
             check_well_formed(at, history[: n + 1])
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=200, **SETTINGS)
 @given(history=histories())
 def test_dropped_reports_the_oracles_steps(history):
     _, _, fired = oracle(history)
@@ -466,7 +498,7 @@ def test_dropped_reports_the_oracles_steps(history):
 # --- (b) every prefix is well formed, in views and messages -----------------------------------
 
 
-@settings(max_examples=80, **SETTINGS)
+@settings(max_examples=120, **SETTINGS)
 @given(history=histories())
 def test_every_prefix_is_well_formed(history):
     for n in range(len(history) + 1):
@@ -477,7 +509,7 @@ def test_every_prefix_is_well_formed(history):
 # --- (c) the cached view equals a fresh query after every append ------------------------------
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=120, **SETTINGS)
 @given(history=histories(), data=st.data())
 def test_cache_equals_fresh_query_after_every_append(stores, history, data):
     store, other = stores
@@ -500,7 +532,7 @@ def test_cache_equals_fresh_query_after_every_append(stores, history, data):
 # --- (d) another connection's write invalidates the cache -------------------------------------
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=120, **SETTINGS)
 @given(history=histories(), data=st.data())
 def test_other_writer_invalidates_the_cache(stores, history, data):
     store, other = stores
@@ -592,7 +624,7 @@ def cut_condensation(view: View, i: int, j: int, uid: str, data) -> Condensation
     )
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=300, **SETTINGS)
 @given(history=histories(), data=st.data())
 def test_cut_at_manipulation_indices_keeps_a_clean_view_clean(stores, history, data):
     store, _ = stores
