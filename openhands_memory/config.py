@@ -107,7 +107,11 @@ def condenser_from_section(section: Any, llms: Mapping[str, Any], where: str = "
     except TypeError as e:  # a required setting is missing
         raise ConfigError(f"{where}: {e}") from None
     except ConfigError as e:
-        raise ConfigError(f"{where}: {e}") from None
+        # Strategies name the setting as "<type>.<key>"; say where it sits in the file.
+        message, prefix = str(e), f"{kind}."
+        if message.startswith(prefix):
+            raise ConfigError(f"{where}.{message[len(prefix):]}") from None
+        raise ConfigError(f"{where}: {message}") from None
 
 
 def condenser_from_toml(data: Mapping[str, Any], name: str | None = None):

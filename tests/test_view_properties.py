@@ -120,8 +120,13 @@ STEPS = ["user"] * 3 + ["agent"] + ["batch"] * 7 + ["pause", "state", "request"]
 
 
 class _Builder:
-    def __init__(self, draw):
+    """``tidy``: the history a well-behaved agent leaves: no pending action, no duplicate
+    result, and every condensation cuts its current view at two manipulation indices, as a
+    condenser does (random cuts otherwise)."""
+
+    def __init__(self, draw, tidy: bool = False):
         self.draw = draw
+        self.tidy = tidy
         self.events: list[Event] = []
         self.n_batches = 0
 
@@ -135,6 +140,8 @@ class _Builder:
         draw, p = self.draw, len(self.events)
         if p == 0:
             return
+        if self.tidy:
+            return self.condense_at_indices()
         mode = draw(st.sampled_from(["ranges", "ids", "both", "none"]))
         runs = None
         ids: list[str] = []
@@ -164,6 +171,22 @@ class _Builder:
             )
         )
 
+    def condense_at_indices(self) -> None:
+        draw = self.draw
+        view = View.from_events(fresh(self.events))
+        indices = sorted(view.manipulation_indices)
+        i = draw(st.sampled_from(indices))
+        j = draw(st.sampled_from([k for k in indices if k >= i]))
+        seqs = [e.seq for e in view[i:j] if e.seq is not None]
+        uid = self.uid("k")
+        summary = draw(st.booleans())
+        self.add(
+            Condensation(
+                id=uid, forgotten_ranges=[(s, s) for s in seqs], summary=f"S-{uid}" if summary else None,
+                summary_offset=i if summary else None, llm_response_id="test",
+            )
+        )
+
     def batch(self, last: bool) -> None:
         draw = self.draw
         self.n_batches += 1
@@ -179,11 +202,11 @@ class _Builder:
             if kinds[j] == "err" and draw(st.booleans()):  # invalid call: error emitted at once
                 self.add(result(self.uid("e"), "err", call))
                 answered_early.add(call)
-            if j < k - 1 and draw(st.integers(0, 15)) == 0:  # rare: a condensation mid-batch
+            if j < k - 1 and not self.tidy and draw(st.integers(0, 15)) == 0:  # rare: mid-batch
                 self.condense()
         rest = [c for c in calls if c not in answered_early]
         pending: set[str] = set()
-        if rest and draw(st.integers(0, 3 if last else 25)) == 0:
+        if rest and not self.tidy and draw(st.integers(0, 3 if last else 25)) == 0:
             pending = set(draw(st.lists(st.sampled_from(rest), min_size=1, max_size=len(rest), unique=True)))
         if draw(st.integers(0, 7)) == 0:  # something arrives while the tools run
             between = draw(st.sampled_from(["user", "pause", "request"]))
@@ -193,7 +216,7 @@ class _Builder:
             kind = kinds[calls.index(call)]
             self.add(result(self.uid({"obs": "o", "rej": "x", "err": "e"}[kind]), kind, call))
         answered = [c for c in calls if c not in pending]
-        if answered and draw(st.integers(0, 7)) == 0:  # crash recovery: a late duplicate
+        if answered and not self.tidy and draw(st.integers(0, 7)) == 0:  # crash recovery: a late duplicate
             call = draw(st.sampled_from(answered))
             self.add(result(self.uid("d"), "obs", call))
 
@@ -215,8 +238,8 @@ class _Builder:
 
 
 @st.composite
-def histories(draw, max_steps: int = 24) -> list[Event]:
-    b = _Builder(draw)
+def histories(draw, max_steps: int = 24, tidy: bool | None = None) -> list[Event]:
+    b = _Builder(draw, tidy=draw(st.booleans()) if tidy is None else tidy)
     if draw(st.integers(0, 9)) > 0:
         b.add(system(b.uid("sys")))
     n = draw(st.integers(0, max_steps))
@@ -625,7 +648,7 @@ def cut_condensation(view: View, i: int, j: int, uid: str, data) -> Condensation
 
 
 @settings(max_examples=300, **SETTINGS)
-@given(history=histories(), data=st.data())
+@given(history=histories(tidy=True), data=st.data())
 def test_cut_at_manipulation_indices_keeps_a_clean_view_clean(stores, history, data):
     store, _ = stores
     view = View.from_events(fresh(history))

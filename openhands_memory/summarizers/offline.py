@@ -124,12 +124,21 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _block(text: str) -> str:
+    """``text`` without blank lines or trailing spaces.
+
+    Each entry is then one unbroken block, which reads back exactly as it was written. That is
+    why a digest is unchanged when it is rolled over with no new events.
+    """
+    return "\n".join(ln.rstrip() for ln in text.splitlines() if ln.strip())
+
+
 def _content_text(parts: Sequence[Any]) -> str:
     texts = [p.text for p in parts if isinstance(p, TextContent) and p.text.strip()]
     images = sum(len(p.image_urls) for p in parts if isinstance(p, ImageContent))
     if images:
         texts.append(f"[{images} image{'s' if images > 1 else ''} attached]")
-    return "\n".join(texts).strip()
+    return _block("\n".join(texts))
 
 
 _TRACEBACK_END = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b")
@@ -164,7 +173,7 @@ def first_meaningful_line(text: str) -> str:
 
 
 def _last_lines(text: str) -> str:
-    lines = text.rstrip().splitlines()[-OUTPUT_LINES:]
+    lines = _block(text).splitlines()[-OUTPUT_LINES:]
     return "\n".join(clip(ln.rstrip(), OUTPUT_LINE_CHARS) for ln in lines)
 
 
@@ -289,10 +298,12 @@ def _segment_files(tokens: list[str], read: list[str], changed: list[str]) -> No
                     read.append(a)
                     return
             return
-    plain = [a for a in args if _pathlike(a)]
+    operands = _operands(args, _VALUED_OPTIONS.get(name, frozenset()))
+    plain = [a for a in operands if _pathlike(a)]
     if name == "pytest":
-        read.extend(p.split("::", 1)[0] for p in (a for a in args if not a.startswith("-"))
-                    if ("/" in p or p.split("::", 1)[0].endswith(".py")) and _pathlike(p.split("::", 1)[0]))
+        # Test ids such as tests/test_a.py::test_b name their file before the "::".
+        files = [a.split("::", 1)[0] for a in operands]
+        read.extend(f for f in files if ("/" in f or f.endswith(".py")) and _pathlike(f))
     elif name in _READERS:
         read.extend(plain)
     elif name in _WRITERS:
@@ -303,12 +314,31 @@ def _segment_files(tokens: list[str], read: list[str], changed: list[str]) -> No
             changed.append(plain[-1])
     elif name == "sed":
         in_place = any(a == "--in-place" or (a.startswith("-i") and not a.startswith("--")) for a in args)
-        has_script_option = any(a in ("-e", "-f", "--expression", "--file") for a in args)
-        operands = [a for a in args if not a.startswith("-")]
-        if not has_script_option:
-            operands = operands[1:]  # the first operand is the sed script
-        files = [a for a in operands if _pathlike(a)]
-        (changed if in_place else read).extend(files)
+        if not any(a in _VALUED_OPTIONS["sed"] for a in args):
+            plain = [a for a in operands[1:] if _pathlike(a)]  # the first operand is the script
+        (changed if in_place else read).extend(plain)
+
+
+# Options whose value is the next word, so that the value is not taken for a file name.
+_VALUED_OPTIONS: dict[str, frozenset[str]] = {
+    "head": frozenset({"-n", "-c", "--lines", "--bytes"}),
+    "tail": frozenset({"-n", "-c", "--lines", "--bytes"}),
+    "sed": frozenset({"-e", "-f", "--expression", "--file"}),
+    "pytest": frozenset({"-k", "-m", "-p", "-c", "-o", "--rootdir", "--maxfail", "--tb"}),
+}
+
+
+def _operands(args: list[str], valued: frozenset[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in valued:
+            skip = True
+        elif not a.startswith("-"):
+            out.append(a)
+    return out
 
 
 def shell_files(command: str) -> tuple[list[str], list[str]]:
@@ -434,6 +464,7 @@ class _Collector:
         bucket.setdefault(item, None)
 
     def message(self, e: MessageEvent) -> None:
+        # Only what the person typed. ``extended_content`` holds injected skills and context.
         text = _content_text(e.llm_message.content)
         if not text:
             return
@@ -453,10 +484,13 @@ class _Collector:
             return  # the call never ran; its AgentErrorEvent is reported on its own
         args, tool = tool_arguments(e), _tool(e)
         result = self.results.get(e.tool_call_id)
-        # A call refused or failed did not do its work, so it does not count as touching a file.
-        succeeded = result is None or (isinstance(result, ObservationEvent) and not _failed(result))
+        # A refused call, or one the tool could not run, touched nothing. A shell command that
+        # ran touched its files even when it exited non-zero (pytest, a crashing script). But a
+        # failed editor call reports that the edit or view did not happen.
+        ran = result is None or isinstance(result, ObservationEvent)
+        succeeded = ran and not (isinstance(result, ObservationEvent) and _failed(result))
         if tool in _TERMINAL_TOOLS:
-            self._terminal(args, result, succeeded)
+            self._terminal(args, result, ran)
         elif tool in _EDITOR_TOOLS:
             path = clip(_arg(args, "path").strip(), PATH_CHARS)
             command = _arg(args, "command")
@@ -473,13 +507,13 @@ class _Collector:
                 self.tasks = tuple(_task_line(t) for t in tasks[:TASK_LINES])
         elif tool == "think":
             if _arg(args, "thought").strip():
-                self.last_thought = clip(_arg(args, "thought").strip(), THOUGHT_CHARS)
+                self.last_thought = clip(_block(_arg(args, "thought")), THOUGHT_CHARS)
         elif tool == "finish":
             self.finished = True
             if _arg(args, "message").strip():
-                self.last_message = clip(_arg(args, "message").strip(), MESSAGE_CHARS)
+                self.last_message = clip(_block(_arg(args, "message")), MESSAGE_CHARS)
 
-    def _terminal(self, args: dict[str, Any], result: ObservationBase | None, succeeded: bool) -> None:
+    def _terminal(self, args: dict[str, Any], result: ObservationBase | None, ran: bool) -> None:
         raw = _arg(args, "command")
         if not raw.strip():
             return
@@ -489,7 +523,7 @@ class _Collector:
         self.commands[key] = self.commands.pop(key, 0) + 1  # re-inserting moves it to the end
         self.last_command, self.last_exit = command, code
         self.last_output = _last_lines(_output(result)) if isinstance(result, ObservationEvent) else None
-        if succeeded and not args.get("is_input"):  # keystrokes sent to a running process name no files
+        if ran and not args.get("is_input"):  # keystrokes sent to a running process name no files
             read, changed = shell_files(raw)
             for p in read:
                 self._add(self.read, clip(p, PATH_CHARS))
