@@ -47,7 +47,7 @@ def disk_bytes(path: Path) -> int:
 def single_appends(path: Path, events: list, durability: str, limit_s: float) -> tuple[int, float]:
     """Append one event per transaction until ``events`` or ``limit_s`` runs out."""
     with EventStore(path, durability=durability) as store:
-        conv = store.create_conversation("single")
+        conv = store.create_conversation()  # a generated UUID, as in real use
         append = conv.append
         n = 0
         t0 = time.perf_counter()
@@ -65,7 +65,7 @@ def batched_appends(path: Path, events: list) -> tuple[list[tuple[int, float]], 
     """append_many in batches of BATCH; returns (events so far, seconds so far) checkpoints and bytes."""
     marks = []
     with EventStore(path) as store:
-        conv = store.create_conversation("batched")
+        conv = store.create_conversation()
         t0 = time.perf_counter()
         for i in range(0, len(events), BATCH):
             conv.append_many(events[i : i + BATCH])
@@ -76,6 +76,32 @@ def batched_appends(path: Path, events: list) -> tuple[list[tuple[int, float]], 
         size = disk_bytes(path)
         assert len(conv) == len(events)
     return marks, size
+
+
+def space_by_object(path: Path, n: int) -> list[list[str]] | None:
+    """Bytes per event of each table and index, from SQLite's dbstat (None where it is missing)."""
+    db = sqlite3.connect(path)
+    try:
+        db.execute("CREATE VIRTUAL TABLE temp.stat USING dbstat(main)")
+        result = db.execute(
+            "SELECT name, SUM(pgsize), SUM(payload), SUM(unused) FROM temp.stat GROUP BY name "
+            "ORDER BY 2 DESC LIMIT 6").fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    return [[f"  {name}", f"{size:,}", f"{size / n:,.0f} B",
+             f"{payload / n:,.0f} B", f"{unused / n:,.0f} B"] for name, size, payload, unused in result]
+
+
+def encode_cost(events: list) -> float:
+    """Microseconds per event spent turning events into row tuples (pydantic dump included)."""
+    from openhands_memory import rows
+
+    t0 = time.perf_counter()
+    for i, e in enumerate(events):
+        rows.event_row("c", i, e)
+    return 1e6 * (time.perf_counter() - t0) / len(events)
 
 
 def row(cells: list[str], widths: list[int]) -> str:
@@ -99,8 +125,9 @@ def main() -> int:
     args = ap.parse_args()
 
     print("openhands-memory append benchmark")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     print(f"machine: {os.cpu_count()} CPUs, {platform.machine()}, {platform.system()} {platform.release()}; "
-          f"Python {platform.python_version()}; SQLite {sqlite3.sqlite_version}")
+          f"Python {platform.python_version()}; SQLite {sqlite3.sqlite_version}; load average {load}")
 
     t0 = time.perf_counter()
     events = list(coding_events(args.events, seed=0))
@@ -127,7 +154,13 @@ def main() -> int:
         if args.profile:
             prof.disable()
         n_full, s_full = single_appends(work / "single-full.db", single, "full", args.seconds)
+        if args.profile:
+            prof_batch = cProfile.Profile()
+            prof_batch.enable()
         marks, size = batched_appends(work / "batched.db", events)
+        if args.profile:
+            prof_batch.disable()
+        by_object = space_by_object(work / "batched.db", len(events))
     finally:
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)
@@ -157,6 +190,12 @@ def main() -> int:
             ["row, index and page overhead", "", f"{per_event - payload:,.0f} B"],
         ],
     ))
+    if by_object:
+        print()
+        print(table(["largest tables and indexes", "bytes", "per event", "cells", "unused"], by_object))
+    print()
+    print(f"time: encoding an event into its row (pydantic JSON dump + columns) takes "
+          f"{encode_cost(events[:20_000]):.1f} us; the rest of each append is SQLite and its I/O.")
     print()
     print("OpenHands SDK 1.58, measured on the same machine kind (DESIGN.md; not measured in this run): "
           f"~{SDK_APPEND:,} events/s append, {SDK_BYTES / 1000:.1f} KB of disk per event.")
@@ -172,9 +211,10 @@ def main() -> int:
     print(table(["target", "measured", "result"],
                 [[name, got, "PASS" if ok else "FAIL"] for name, ok, got in checks]))
     if args.profile:
-        print()
-        print("profile of the single appends (durability=normal), by cumulative time:")
-        pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+        for title, p in (("single appends (durability=normal)", prof), ("batched appends", prof_batch)):
+            print()
+            print(f"profile of the {title}, by own time:")
+            pstats.Stats(p).sort_stats("tottime").print_stats(12)
     return 0 if all(ok for _, ok, _ in checks) else 1
 
 

@@ -152,9 +152,17 @@ class _State:
     rng: random.Random
     clock: datetime = START
     files: list[str] = field(default_factory=list)
+    _seq: int = 0
 
     def uid(self) -> str:
-        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        # Time-ordered like the library's own ids (UUID version 7, from the simulated clock),
+        # so a bench appends what an agent built on the library appends. The OpenHands SDK's
+        # random version-4 ids are what bench/import.py measures.
+        ms = int(self.clock.timestamp() * 1000) + self._seq
+        self._seq += 1
+        rand = self.rng.getrandbits(74)
+        value = (ms << 80) | (0x7 << 76) | ((rand >> 62) << 64) | (0b10 << 62) | (rand & ((1 << 62) - 1))
+        return str(uuid.UUID(int=value))
 
     def tick(self, low: float = 0.05, high: float = 2.0) -> str:
         self.clock += timedelta(seconds=self.rng.uniform(low, high))

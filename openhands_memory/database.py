@@ -23,6 +23,8 @@ Durability = Literal["normal", "full"]
 SQLITE_MAGIC = b"SQLite format 3\x00"
 OUR_TABLES = frozenset({"conversation", "event", "condensation", "forgotten_range"})
 BUSY_TIMEOUT_MS = 30_000
+PAGE_SIZE = 16_384
+CACHE_KIB = 65_536
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,9 @@ def connect(path: Path, durability: Durability = "normal") -> sqlite3.Connection
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
     db.execute("PRAGMA foreign_keys=ON")
+    # 64 MB of page cache (SQLite's default is 2 MB): the uid and batch indexes take random
+    # keys, and re-reading their pages from the OS on every insert halves batched appends.
+    db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     return db
 
 
@@ -127,6 +132,9 @@ def create_schema(location: Location) -> None:
     engine = make_engine(location)
     try:
         with engine.begin() as conn:
+            # Events average over 1 KB: 16 KB pages waste less space at the end of each page
+            # and keep indexes shallower. Only a new file can still choose its page size.
+            conn.exec_driver_sql(f"PRAGMA page_size={PAGE_SIZE}")
             if current_revision(conn) is None:
                 migrate.upgrade(conn, "head")
     finally:

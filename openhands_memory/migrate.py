@@ -45,15 +45,24 @@ def script_revisions() -> list[str]:
     return [s.revision for s in reversed(list(script.walk_revisions()))]
 
 
+def _require_foreign_keys_off(connection: "Connection") -> None:
+    # Batch mode rebuilds a table by copying it and dropping the original; with foreign keys
+    # on, ON DELETE CASCADE would empty every child table on the way.
+    if connection.dialect.name == "sqlite" and connection.exec_driver_sql("PRAGMA foreign_keys").scalar():
+        raise RuntimeError("migrations must run with PRAGMA foreign_keys=OFF (set it before BEGIN)")
+
+
 def upgrade(connection: "Connection", revision: str = "head") -> None:
     from alembic import command
 
+    _require_foreign_keys_off(connection)
     command.upgrade(alembic_config(connection), revision)
 
 
 def downgrade(connection: "Connection", revision: str) -> None:
     from alembic import command
 
+    _require_foreign_keys_off(connection)
     command.downgrade(alembic_config(connection), revision)
 
 

@@ -30,7 +30,6 @@ class EventRow(SQLModel, table=True):
         ForeignKeyConstraint(["conversation_id"], ["conversation.id"], ondelete="CASCADE"),
         # External ids (the SDK's UUIDs) are unique within a conversation.
         Index("ux_event_uid", "conversation_id", "uid", unique=True),
-        Index("ix_event_tool_call", "conversation_id", "tool_call_id"),
         # Batch atomicity asks how many actions share a response id.
         Index(
             "ix_event_response",

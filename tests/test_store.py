@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import sqlite3
 import uuid
 
 import pytest
@@ -16,8 +17,7 @@ from openhands_memory.errors import (
     EventNotFound,
     MalformedEvent,
 )
-from openhands_memory.events import Condensation, MessageEvent, PauseEvent
-from openhands_memory.rows import CondensationNote
+from openhands_memory.events import Condensation, CondensationNote, MessageEvent, PauseEvent
 from openhands_memory.store import EventStore
 
 from . import factories as f
@@ -309,10 +309,12 @@ def test_sqlite_settings_in_force(store):
     assert store.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert store.db.execute("PRAGMA busy_timeout").fetchone()[0] > 0
     assert store.db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
-    with store.engine.connect() as c:  # every pooled connection gets the same settings
-        assert c.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
-        assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() > 0
-        assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    # the file itself is in WAL mode: a plain connection sees it
+    plain = sqlite3.connect(store.location.path)
+    try:
+        assert plain.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        plain.close()
 
 
 def test_full_durability(db_path):
@@ -321,8 +323,6 @@ def test_full_durability(db_path):
 
 
 def test_foreign_keys_enforced(store):
-    import sqlite3
-
     with pytest.raises(sqlite3.IntegrityError):
         with store.writing() as db:
             db.execute(
@@ -414,13 +414,14 @@ def test_condensation_note_is_recorded(store, conv):
     conv.append_many([f.user() for _ in range(4)])
     note = CondensationNote(strategy="RecentEvents", reason="max_events", config={"keep_first": 1},
                             tokens_before=100, tokens_after=40)
-    seq = conv.append_many([Condensation(forgotten_ranges=[(1, 2)])], note=note)[0]
+    seq = conv.append(Condensation(forgotten_ranges=[(1, 2)]).with_note(note))
     row = store.db.execute(
         "SELECT strategy, reason, config, tokens_before, tokens_after FROM condensation "
         "WHERE conversation_id = ? AND id = ?", (conv.id, seq)).fetchone()
     assert row[:2] == ("RecentEvents", "max_events")
     assert json.loads(row[2]) == {"keep_first": 1}
     assert row[3:] == (100, 40)
+    assert "strategy" not in conv.get(seq).to_json_dict()  # the note lives beside the event, not in it
 
 
 # --- two processes, one conversation ------------------------------------------------------

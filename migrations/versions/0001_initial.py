@@ -42,7 +42,6 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('event', schema=None) as batch_op:
         batch_op.create_index('ix_event_request', ['conversation_id', 'id'], unique=False, sqlite_where=sa.text("kind = 'CondensationRequest'"), postgresql_where=sa.text("kind = 'CondensationRequest'"))
-        batch_op.create_index('ix_event_tool_call', ['conversation_id', 'tool_call_id'], unique=False)
         batch_op.create_index('ix_event_response', ['conversation_id', 'llm_response_id'], unique=False, sqlite_where=sa.text("kind = 'ActionEvent'"), postgresql_where=sa.text("kind = 'ActionEvent'"))
         batch_op.create_index('ux_event_uid', ['conversation_id', 'uid'], unique=True)
 
@@ -81,7 +80,6 @@ def downgrade() -> None:
     op.drop_table('condensation')
     with op.batch_alter_table('event', schema=None) as batch_op:
         batch_op.drop_index('ux_event_uid')
-        batch_op.drop_index('ix_event_tool_call')
         batch_op.drop_index('ix_event_response', sqlite_where=sa.text("kind = 'ActionEvent'"), postgresql_where=sa.text("kind = 'ActionEvent'"))
         batch_op.drop_index('ix_event_request', sqlite_where=sa.text("kind = 'CondensationRequest'"), postgresql_where=sa.text("kind = 'CondensationRequest'"))
 
