@@ -174,7 +174,7 @@ def step_events(k: int) -> tuple[ActionEvent, ObservationEvent]:
 def cached_steps(conv, repeats: int) -> dict[str, float]:
     """Median ms of each part of a step, and of the whole step."""
     conv.view().to_messages()  # the cache is warm, as in a running agent loop
-    parts: dict[str, list[float]] = {"append x2": [], "view": [], "to_messages": [], "step": []}
+    parts: dict[str, list[float]] = {"append x2": [], "view": [], "to_messages": [], "step": [], "len": []}
     for k in range(repeats):
         action, obs = step_events(k)
         t0 = time.perf_counter()
@@ -189,6 +189,7 @@ def cached_steps(conv, repeats: int) -> dict[str, float]:
         parts["view"].append(t2 - t1)
         parts["to_messages"].append(t3 - t2)
         parts["step"].append(t3 - t0)
+        parts["len"].append(len(view) / 1000)  # reported through ms(): back to a count
     return {k: ms(v) for k, v in parts.items()}
 
 
@@ -206,12 +207,28 @@ def child_peak(path: str) -> None:
     view = store.conversation(CONVERSATION).view()
     view.to_messages()
     after = _rss_mb()
-    print(json.dumps({"before": before, "after": after, "len": len(view)}))
+    hwm = None
+    try:  # the kernel's own figure for this process image, as a cross-check
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                hwm = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    print(json.dumps({"before": before, "after": after, "hwm": hwm, "len": len(view)}))
+
+
+# Linux carries a process's RSS high-water mark across exec, and Python starts children with
+# vfork, so a child of this (large) process would report our peak as its own. A small
+# launcher process in between starts the measured process from a fresh, small address space.
+LAUNCHER = (
+    "import subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+    "sys.stdout.write(r.stdout); sys.stderr.write(r.stderr); sys.exit(r.returncode)"
+)
 
 
 def peak_memory(path: Path) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, __file__, "--child-peak", str(path)],
+        [sys.executable, "-c", LAUNCHER, sys.executable, __file__, "--child-peak", str(path)],
         check=True, capture_output=True, text=True,
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -300,18 +317,19 @@ def main() -> int:
         results[n] = {
             "db_mb": size_mb, "len": length, "open": open_ms, "first": first_ms, "rebuild": rebuild_ms,
             **{f"step:{k}": v for k, v in steps.items()}, "rss_before": mem["before"], "peak": mem["after"],
+            "hwm": mem["hwm"] or float("nan"),
         }
 
     print()
     header = ["events", "db", "view len", "open", "open+first view", "rebuild", "cached step",
-              "(append x2", "view", "messages)", "peak RSS", "(before open)"]
+              "(append x2", "view", "messages;", "view len)", "peak RSS", "(VmHWM", "before open)"]
     rows = []
     for n, r in results.items():
         rows.append([
             human(n), f"{r['db_mb']:,.0f} MB", f"{r['len']:.0f}", f"{r['open']:.2f} ms", f"{r['first']:.2f} ms",
             f"{r['rebuild']:.2f} ms", f"{r['step:step']:.3f} ms", f"{r['step:append x2']:.3f}",
-            f"{r['step:view']:.3f}", f"{r['step:to_messages']:.3f}", f"{r['peak']:.0f} MB",
-            f"{r['rss_before']:.0f} MB",
+            f"{r['step:view']:.3f}", f"{r['step:to_messages']:.3f}", f"{r['step:len']:.0f}", f"{r['peak']:.0f} MB",
+            f"{r['hwm']:.0f} MB", f"{r['rss_before']:.0f} MB",
         ])
     print(table(header, rows))
     print()

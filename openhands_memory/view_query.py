@@ -139,7 +139,9 @@ def batch_sizes(db: sqlite3.Connection, cid: str, upto: int, rids: set[str]) -> 
         out.update(
             db.execute(
                 f"SELECT llm_response_id, COUNT(*) FROM event WHERE conversation_id = ? "
-                f"AND kind = 'ActionEvent' AND id <= ? "
+                # "+id": keep the planner off the primary key, whose range scan reads every
+                # row of the conversation; the partial response-id index is a seek per batch.
+                f"AND kind = 'ActionEvent' AND +id <= ? "
                 f"AND llm_response_id IN ({', '.join('?' for _ in chunk)}) "
                 f"GROUP BY llm_response_id",
                 (cid, upto, *chunk),

@@ -26,12 +26,12 @@ Properties:
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Sequence
 
 import pytest
-from hypothesis import HealthCheck, assume, event, given, note, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from openhands_memory.events import (
@@ -256,9 +256,17 @@ def features(events: Sequence[Event]) -> list[str]:
     calls = [e for e in events if isinstance(e, ActionEvent)]
     if any(a.thinking_blocks for a in calls):
         out.append("thinking")
-    if any(len({a.llm_response_id for a in calls if a.llm_response_id == b.llm_response_id}) and
-           sum(1 for a in calls if a.llm_response_id == b.llm_response_id) > 1 for b in calls):
+    per_response = Counter(a.llm_response_id for a in calls)
+    if any(count > 1 for count in per_response.values()):
         out.append("parallel batch")
+    mid_batch = False
+    for k, e in enumerate(events):
+        if isinstance(e, Condensation) and 0 < k < len(events) - 1:
+            before = [x for x in events[:k] if isinstance(x, ActionEvent)]
+            after = [x for x in events[k + 1 :] if isinstance(x, ActionEvent)]
+            mid_batch |= bool(before and after and before[-1].llm_response_id == after[0].llm_response_id)
+    if mid_batch:
+        out.append("condensation mid-batch")
     if any(a.tool_call_id not in answered for a in calls):
         out.append("pending action")
     if len(answered) != len(set(answered)):
@@ -550,6 +558,24 @@ def test_cache_equals_fresh_query_after_every_append(stores, history, data):
         assert shape(cached) == oracle(history[:i])[:2], f"after {i} events"
         assert cached.to_messages() == fresh_view.to_messages()
     assert conv.view() is conv.view()  # nothing new: the same cached object
+
+
+def test_cache_counts_a_batch_split_by_a_condensation(stores):
+    """Regression (found by the test above): a condensation lands between two actions of one
+    batch and forgets the first. The cached view must count the hidden action when the second
+    arrives, or it keeps a split batch that a fresh query drops."""
+    store, other = stores
+    conv = new_conversation(store)
+    conv.append(user("m0"))
+    conv.append(action("a1", "r1", "c1", first=True, think=False, reasoning=False))
+    conv.append(Condensation(id="k", forgotten_ranges=[(1, 1)]))
+    conv.view()  # cached: nothing of r1 is visible
+    conv.append(action("a2", "r1", "c2", first=False, think=False, reasoning=False))
+    conv.append(result("o2", "obs", "c2"))
+    cached = conv.view()
+    assert [e.id for e in cached] == ["m0"]
+    assert [d.property for d in cached.dropped] == ["batch_atomicity", "tool_call_matching"]
+    assert full_shape(cached) == full_shape(other.conversation(conv.id).view())
 
 
 # --- (d) another connection's write invalidates the cache -------------------------------------

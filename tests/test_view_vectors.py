@@ -31,7 +31,6 @@ from openhands_memory.events import (
     CondensationRequest,
     CondensationSummaryEvent,
     Event,
-    MessageEvent,
 )
 from openhands_memory.manipulation import ManipulationIndices
 from openhands_memory.store import EventStore

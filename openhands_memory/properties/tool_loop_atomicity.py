@@ -15,14 +15,16 @@ from . import History
 
 
 def enforce(events: Sequence[Event], history: History) -> set[str]:
-    present = {e.seq for e in events if e.seq is not None}
-    ids_by_seq = {e.seq: e.id for e in events if e.seq is not None}
+    # ``seq`` is a pydantic private attribute (a slow lookup): read it once per event.
+    seqd = [(s, e) for e in events if (s := e.seq) is not None]
+    ids_by_seq = {s: e.id for s, e in seqd}
+    present = ids_by_seq.keys()
     drop: set[str] = set()
     checked: set[tuple[int, int]] = set()
-    for e in events:
-        if e.seq is None or not isinstance(e, (ActionEvent, ObservationBase)):
+    for seq, e in seqd:
+        if not isinstance(e, (ActionEvent, ObservationBase)):
             continue
-        span = history.loop_span(e.seq)
+        span = history.loop_span(seq)
         if span is None or span in checked:
             continue
         checked.add(span)
