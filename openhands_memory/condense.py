@@ -31,14 +31,18 @@ _INSERT_CALL = (
 def record_calls(
     db: "sqlite3.Connection", conversation_id: str, calls: Sequence[Any], condensation_id: int | None
 ) -> None:
-    """Ledger rows for LLM calls (``condensers.llm_base.LedgerEntry``)."""
+    """Ledger rows for LLM calls (``condensers.llm_base.LedgerEntry``).
+
+    ``condensation_id`` goes on the calls whose reply went into that condensation (``produced``,
+    which a reply flagged ``bad_response`` can still be when its text was used); None elsewhere.
+    """
     now = datetime.now(timezone.utc).isoformat()
     db.executemany(
         _INSERT_CALL,
         [
             (
                 conversation_id,
-                condensation_id if c.call.outcome == "ok" else None,
+                condensation_id if c.produced else None,
                 now,
                 c.strategy,
                 c.purpose,
@@ -80,19 +84,22 @@ def condense(
 ) -> View | Condensation:
     """Condense the conversation's current view; store the result unless ``dry_run``.
 
-    Failed LLM calls are recorded in the ledger even when nothing else is written.
+    Every LLM call is recorded in the ledger, even when nothing else is written: failed
+    calls, and calls whose reply ended up in no stored condensation, with condensation_id NULL.
     """
     view = conversation.view()
+    result: View | Condensation | None = None
     try:
         result = condenser.condense(view)
     finally:
         calls = condenser.take_calls()
         if calls and not dry_run:
-            failed = [c for c in calls if c.call.outcome != "ok"]
-            if failed:
+            stored = isinstance(result, Condensation)
+            loose = [c for c in calls if not (stored and c.produced)]
+            if loose:
                 with conversation.store.writing() as db:
-                    record_calls(db, conversation.id, failed, None)
-            calls = [c for c in calls if c.call.outcome == "ok"]
+                    record_calls(db, conversation.id, loose, None)
+            calls = [c for c in calls if stored and c.produced]
     if isinstance(result, Condensation) and not dry_run:
         write_condensation(conversation, result, view, calls)
     return result

@@ -101,8 +101,13 @@ def _ensure_counter(conversation: "Conversation", counter: TokenCounter) -> None
         if row is not None and row[0] == counter.name:
             return
         if row is not None and row[0] is not None:
+            # Only rows some counter filled need clearing; with no counter recorded there are
+            # none, and rewriting every row of a long history would cost seconds.
             log.info("token counter changed from %s to %s: recounting", row[0], counter.name)
-        db.execute("UPDATE event SET token_count = NULL WHERE conversation_id = ?", (conversation.id,))
+            db.execute(
+                "UPDATE event SET token_count = NULL WHERE conversation_id = ? AND token_count IS NOT NULL",
+                (conversation.id,),
+            )
         db.execute(
             "UPDATE conversation SET metadata = json_set(metadata, '$.token_counter', ?) WHERE id = ?",
             (counter.name, conversation.id),
@@ -142,7 +147,15 @@ class RowTokens:
             missing = [r[0] for s, e in intervals for r in db.execute(_MISSING, (conv.id, s, e))]
         if not missing:
             return
-        in_view = {e.seq: e for e in view.events if e.seq is not None}
+        # Uncounted rows are almost always the newest few: look for them from the end instead
+        # of indexing the whole view (``Event.seq`` is a pydantic private attribute, slow).
+        wanted, in_view = set(missing), {}
+        for e in reversed(view.events):
+            seq = e.seq
+            if seq in wanted:
+                in_view[seq] = e
+                if len(in_view) == len(wanted):
+                    break
         counts = [
             (count_event(self.counter, in_view.get(seq) or conv.get(seq)), conv.id, seq)
             for seq in missing

@@ -74,8 +74,10 @@ class ConversationWindowCondenser(Condenser):
         start = view.find_next(len(events) - keep_recent)
         if start is None:
             raise NoCondensationAvailable("no cut point: a tool call is still waiting for its result")
-        while start < len(events) and isinstance(events[start], ObservationBase):
-            start += 1  # a result whose call is gone would dangle
+        # A result whose call is gone would dangle; so would a recall answer whose query is
+        # forgotten (legacy trims every Observation here, RecallObservation included).
+        while start < len(events) and isinstance(events[start], (ObservationBase, RecallObservation)):
+            start += 1
         forgotten = [i for i in range(start) if i not in essential]
         if not forgotten:
             raise NoCondensationAvailable(

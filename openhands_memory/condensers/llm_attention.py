@@ -10,7 +10,7 @@ reply is unusable and the requirement is hard, the newest events are kept.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ..errors import NoCondensationAvailable
@@ -18,7 +18,7 @@ from ..events import Condensation
 from ..llm import LLMReply, complete
 from ..view import View
 from .base import Reason, forgotten_runs, system_floor
-from .llm_base import LLMCondenser, SummarizerFailed
+from .llm_base import LLMCondenser, SummarizerFailed, longest
 from .rendering import clip, describe
 
 INSTRUCTIONS = """\
@@ -81,13 +81,15 @@ class LLMAttentionCondenser(LLMCondenser):
             messages = [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": listing}]
             return complete(config, messages, response_format=SCHEMA)
 
-        seqs = self.ask(request, parse_ranking)
+        seqs = self.ask(request, parse_ranking, longest([e for _, e in numbered]))
         position = {e.seq: p for p, e in enumerate(view.events) if e.seq is not None}
         return [position[s] for s in seqs if s in position]
 
-    def keep_set(self, view: View, ranked: list[int]) -> set[int]:
+    def keep_set(self, view: View, ranked: list[int], reasons: set[Reason]) -> set[int]:
         head = max(self.keep_first, system_floor(view))
-        target = max(self.max_size // 2, head + 1)
+        # As many events as the reasons ask to keep: max_size // 2 for too many events,
+        # half the view for a request, what fits half the token limit for tokens.
+        target = max(self.keep_first + self.tail_length(view, reasons), head + 1)
         pieces = units(view)
         unit_of = {p: u for u in pieces for p in u}
         keep: set[int] = set(range(min(head, len(view))))
@@ -101,14 +103,16 @@ class LLMAttentionCondenser(LLMCondenser):
         return keep
 
     def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
-        return self._forget_all_but(view, self.keep_set(view, self.ranking(view)))
+        return self._forget_all_but(view, self.keep_set(view, self.ranking(view), reasons))
 
     def fallback(self, view: View, reasons: set[Reason], error) -> Condensation | None:
         if self.hard_fallback == "raise":
             return None
+        # A ranking that was made but led nowhere did not produce what the fallback writes.
+        self._calls = [replace(c, produced=False) for c in self._calls]
         if isinstance(error, SummarizerFailed) or self.hard_fallback == "offline":
             try:
-                return self._forget_all_but(view, self.keep_set(view, []))
+                return self._forget_all_but(view, self.keep_set(view, [], reasons))
             except NoCondensationAvailable:
                 return None
         return super().fallback(view, reasons, error)

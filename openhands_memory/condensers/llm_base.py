@@ -12,6 +12,7 @@ from ..events import Condensation, CondensationSummaryEvent, Event
 from ..llm import ContextWindowError, LLMCall, LLMConfig, LLMError, LLMReply
 from ..view import View
 from .base import Reason, RollingCondenser, forgotten_runs, summary_offset
+from .rendering import describe
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -25,6 +26,11 @@ class LedgerEntry:
     purpose: str
     call: LLMCall
     produced: bool = False
+
+
+def longest(events: list[Event]) -> int:
+    """The length of the longest event text the summarizer would be sent uncut."""
+    return max((len(describe(e)) for e in events), default=0)
 
 
 class SummarizerFailed(NoCondensationAvailable):
@@ -67,8 +73,14 @@ class LLMCondenser(RollingCondenser):
     def _record(self, call: LLMCall, produced: bool) -> None:
         self._calls.append(LedgerEntry(self.type, self.purpose, call, produced))
 
-    def ask(self, request: Callable[[int], LLMReply], parse: Callable[[LLMReply], T]) -> T:
+    def ask(
+        self, request: Callable[[int], LLMReply], parse: Callable[[LLMReply], T], longest: int | None = None
+    ) -> T:
         """``parse(request(max_event_length))``, shrinking event text after a context overflow.
+
+        ``longest``: the length of the longest event text in the request. The first shrink
+        starts from it when it is below ``max_event_length``, so that every retry really sends
+        less (scaling a limit no event reaches would resend the same prompt).
 
         Every call lands in the ledger. A failed call or an unusable reply (``parse`` raised
         ValueError) raises SummarizerFailed, so nothing half-made is ever stored.
@@ -79,6 +91,8 @@ class LLMCondenser(RollingCondenser):
                 reply = request(limit)
             except ContextWindowError as e:
                 self._record(e.call, False)
+                if longest is not None:
+                    limit = min(limit, longest)
                 limit = max(100, int(limit * self.hard_context_reset_context_scaling))
                 log.warning("%s: the summarizer's context overflowed; retrying with events cut to %d chars", self.type, limit)
                 continue

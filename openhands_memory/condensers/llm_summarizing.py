@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..events import Event
 from ..llm import LLMReply, complete
-from .llm_base import SummarizingCondenser
+from .llm_base import SummarizingCondenser, longest
 from .rendering import render
 
 INSTRUCTIONS = """\
@@ -57,7 +57,9 @@ class LLMSummarizingCondenser(SummarizingCondenser):
         config = self.llm_config
         assert config is not None
         return self.ask(
-            lambda limit: complete(config, prompt_messages(events, previous, limit)), summary_text
+            lambda limit: complete(config, prompt_messages(events, previous, limit)),
+            summary_text,
+            longest(events),
         )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 
 from ..events import Event
 from ..llm import LLMReply, complete
-from .llm_base import SummarizingCondenser
+from .llm_base import SummarizingCondenser, longest
 from .llm_summarizing import prompt_messages
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,7 @@ class StructuredSummaryCondenser(SummarizingCondenser):
                 tool_choice={"type": "function", "function": {"name": FUNCTION}},
             ),
             lambda r: r,
+            longest(events),
         )
         try:
             return parse_state(reply).render()
