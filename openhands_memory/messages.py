@@ -133,13 +133,27 @@ def _add(messages: list[Msg], msg: Msg) -> None:
         messages.append(msg)
 
 
-def events_to_messages(events: Sequence[Event]) -> list[Msg]:
+def fresh(m: Msg) -> Msg:
+    """A copy of a message that shares no mutable part with the original (a caller may add
+    cache markers to what it is given without touching the view's memo)."""
+    out = dict(m)
+    if isinstance(m.get("content"), list):
+        out["content"] = [dict(p) for p in m["content"]]
+    if "tool_calls" in m:
+        out["tool_calls"] = [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]
+    if "thinking_blocks" in m:
+        out["thinking_blocks"] = [dict(b) for b in m["thinking_blocks"]]
+    return out
+
+
+def events_to_messages(events: Sequence[Event], after: Sequence[Msg] = ()) -> list[Msg]:
+    """The messages for ``events``; with ``after``, appended to those (merging at the seam)."""
     results: dict[str, int] = {}
     for i, e in enumerate(events):
         if isinstance(e, ObservationBase):
             results.setdefault(e.tool_call_id, i)
     used: set[int] = set()
-    messages: list[Msg] = []
+    messages: list[Msg] = list(after)
     i = 0
     while i < len(events):
         e = events[i]

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
 from . import view_query
 from .events import (
     ActionEvent,
+    ObservationBase,
     Condensation,
     CondensationRequest,
     CondensationSummaryEvent,
     Event,
 )
-from .history import ListHistory, RowFacts
+from .history import ListHistory, RowFacts, TailHistory, loop_spans
 from .manipulation import ManipulationIndices
 from .properties import (
     History,
@@ -90,6 +91,10 @@ class View:
     replaced: frozenset[int] = frozenset()
     conversation: "Conversation | None" = field(default=None, repr=False, compare=False)
     _indices: ManipulationIndices | None = field(default=None, repr=False, compare=False)
+    # Messages are built once per view; a view extended from another (see ViewCache) builds
+    # only its new events' messages on top of the other's.
+    _messages: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    _base: "View | None" = field(default=None, repr=False, compare=False)
 
     # --- list-like -------------------------------------------------------------------
 
@@ -145,9 +150,17 @@ class View:
         )
 
     def to_messages(self) -> list[dict[str, Any]]:
-        from .messages import events_to_messages
+        """The provider messages for this view (a fresh copy on every call: mutate freely)."""
+        from .messages import events_to_messages, fresh
 
-        return events_to_messages(self.events)
+        if self._messages is None:
+            base = self._base
+            if base is not None and base._messages is not None:
+                self._messages = events_to_messages(self.events[len(base.events):], after=base._messages)
+            else:
+                self._messages = events_to_messages(self.events)
+            self._base = None
+        return [fresh(m) for m in self._messages]
 
     # --- construction ----------------------------------------------------------------
 
@@ -214,12 +227,66 @@ def _warn(dropped: list[Dropped]) -> None:
         log.warning("view: %s dropped %d event(s): %s", d.property, len(d.ids), names)
 
 
+@dataclass
+class Boundary:
+    """What a clean view's end looks like, so that new events can be folded in on their own.
+
+    When the view had nothing dropped and the new events share no tool call id or response
+    id with it and do not continue a thinking loop it ends with, no property can relate an
+    old event to a new one: enforcing the whole list equals the old view plus the enforced
+    new events. Anything else falls back to enforcing the whole list.
+    """
+
+    call_ids: set[str]
+    response_ids: set[str]
+    open_loop: bool  # the history ends inside a thinking tool loop
+
+    @classmethod
+    def of(cls, view: View, facts: list[RowFacts]) -> "Boundary | None":
+        if view.dropped:
+            return None
+        b = cls(set(), set(), _ends_in_loop(facts))
+        b.add(view.events)
+        return b
+
+    def add(self, events: Sequence[Event]) -> None:
+        for e in events:
+            if isinstance(e, ActionEvent):
+                self.call_ids.add(e.tool_call_id)
+                self.response_ids.add(e.llm_response_id)
+            elif isinstance(e, ObservationBase):
+                self.call_ids.add(e.tool_call_id)
+
+    def admits(self, events: Sequence[Event], facts: Sequence[RowFacts]) -> bool:
+        if self.open_loop and facts and facts[0].is_tool and not facts[0].starts_loop:
+            return False
+        for e in events:
+            if isinstance(e, ActionEvent):
+                if e.tool_call_id in self.call_ids or e.llm_response_id in self.response_ids:
+                    return False
+            elif isinstance(e, ObservationBase) and e.tool_call_id in self.call_ids:
+                return False
+        return True
+
+
+def _ends_in_loop(facts: Sequence[RowFacts], before: bool = False) -> bool:
+    """Whether a history ending with ``facts`` ends inside a thinking tool loop; ``before``
+    says whether the history before them did (it matters if they are all plain tool events)."""
+    for f in reversed(facts):
+        if not f.is_tool:
+            return False
+        if f.starts_loop:
+            return True
+    return before
+
+
 class ViewCache:
     """A conversation's latest view, kept in memory and extended as the agent appends.
 
     A write by another connection (SQLite's ``data_version``) or a Condensation makes it read
-    again; otherwise appending only extends the rows the view is computed from, so the cached
-    view always equals a fresh query.
+    again; otherwise appending extends the rows the view is computed from, and the view is
+    either extended (see :class:`Boundary`) or recomputed from those rows. Either way the
+    cached view equals a fresh query.
     """
 
     def __init__(self, conversation: "Conversation"):
@@ -227,6 +294,9 @@ class ViewCache:
         self.data: view_query.ViewData | None = None
         self.version: int | None = None
         self.view: View | None = None
+        self.boundary: Boundary | None = None
+        self.new_facts: list[RowFacts] = []  # appended since ``view`` was made
+        self.new_events: list[Event] = []  # the LLM-visible ones among them
 
     def get(self) -> View:
         store = self.conversation.store
@@ -236,9 +306,41 @@ class ViewCache:
                 self.data = view_query.load(db, self.conversation.id)
             self.version = version
             self.view = None
+        if self.view is not None and self.new_facts:
+            self.view = self._extended(self.view)
         if self.view is None:
             self.view = View.from_data(self.data)
+            self.boundary = Boundary.of(self.view, self.data.facts)
+        self.new_facts, self.new_events = [], []
         return self.view
+
+    def _extended(self, old: View) -> View | None:
+        """``old`` plus the new events, if they cannot interact with it; else None."""
+        b, data = self.boundary, self.data
+        assert data is not None
+        if b is None or not b.admits(self.new_events, self.new_facts):
+            return None
+        summary = data.summary
+        if summary is not None and summary.offset > len(old.events) - 1:
+            return None  # the summary was clamped to the end: new events move past it
+        spans = loop_spans(self.new_facts)
+        kept, dropped = enforce(self.new_events, TailHistory(data.batch_sizes, spans))
+        _warn(dropped)
+        view = View(
+            old.events + kept,
+            data.unhandled_request,
+            data.conversation_id,
+            data.upto,
+            data.last_condensation,
+            dropped,
+            hidden=old.hidden,
+            _base=old,
+        )
+        b.add(self.new_events)
+        b.open_loop = _ends_in_loop(self.new_facts, before=b.open_loop)
+        if dropped:
+            self.boundary = None
+        return view
 
     def extend(self, events: list[Event]) -> None:
         """Fold our own appended events into the cached rows."""
@@ -251,9 +353,12 @@ class ViewCache:
                 self.data = None  # re-read: the hidden runs and summary changed
                 return
             data.upto = e.seq
-            data.facts.append(RowFacts(e.seq, e.kind, e.has_thinking))  # type: ignore[attr-defined]
+            fact = RowFacts(e.seq, e.kind, e.has_thinking)  # type: ignore[attr-defined]
+            data.facts.append(fact)
+            self.new_facts.append(fact)
             if type(e).llm_visible:
                 data.events[e.seq] = e
+                self.new_events.append(e)
             if isinstance(e, ActionEvent):
                 rid = e.llm_response_id
                 if rid not in data.batch_sizes and data.hidden:
@@ -267,7 +372,6 @@ class ViewCache:
                     data.batch_sizes[rid] = data.batch_sizes.get(rid, 0) + 1
             if isinstance(e, CondensationRequest):
                 data.last_request = e.seq
-        self.view = None
         # Our own commit changed data_version only if someone else wrote too; re-check then.
         self.version = self.conversation.store.data_version() if self.version is not None else None
 
