@@ -135,6 +135,7 @@ class RowTokens:
         self.conversation = conversation
         self.counter = counter
         self._checked = False
+        self._summary: tuple[str, int] | None = None  # (summary event id, its count)
 
     def _intervals(self, view: "View") -> list[tuple[int, int]]:
         from . import ranges
@@ -178,7 +179,9 @@ class RowTokens:
         total = self._sum(intervals)
         summary = view.summary_event
         if summary is not None:
-            total += count_event(self.counter, summary)
+            if self._summary is None or self._summary[0] != summary.id:
+                self._summary = (summary.id, count_event(self.counter, summary))
+            total += self._summary[1]  # a summary has no row: count it once, not every step
         dropped = [seq for d in view.dropped for seq in d.seqs if seq is not None]
         if dropped:
             counts = self._row_counts(intervals)
