@@ -114,9 +114,23 @@ def condenser_from_section(section: Any, llms: Mapping[str, Any], where: str = "
         raise ConfigError(f"{where}: {message}") from None
 
 
+def llm_sections(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Every ``[llm.NAME]`` section, each inheriting the settings of the base ``[llm]`` it does
+    not set itself, as OpenHands reads them; the base itself is available as ``llm``."""
+    root = data.get("llm") or {}
+    if not isinstance(root, Mapping):
+        raise ConfigError("llm must be a table")
+    base = {k: v for k, v in root.items() if not isinstance(v, Mapping)}
+    sections: dict[str, Mapping[str, Any]] = {"llm": base} if base else {}
+    for name, section in root.items():
+        if isinstance(section, Mapping):
+            sections[name] = {**base, **section}
+    return sections
+
+
 def condenser_from_toml(data: Mapping[str, Any], name: str | None = None):
     """The ``[condenser]`` section of a parsed TOML document, or ``[condenser.NAME]``."""
-    llms = {k: v for k, v in (data.get("llm") or {}).items() if isinstance(v, Mapping)}
+    llms = llm_sections(data)
     if "condenser" not in data:
         raise ConfigError("the configuration has no [condenser] section")
     section = data["condenser"]

@@ -352,3 +352,16 @@ def test_legacy_invalid_type_is_an_error(tmp_path):
 def test_legacy_validation_error_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match=r"condenser\.keep_first"):
         load_text(tmp_path, '[condenser]\ntype = "recent"\nkeep_first = -1\nmax_events = 0\n')
+
+
+def test_named_llm_sections_inherit_the_base_llm_section(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[llm]\napi_key = "sk-base"\ntemperature = 0.2\n\n'
+        '[llm.summarizer]\nmodel = "gpt-4o-mini"\ntemperature = 0.0\n\n'
+        '[condenser]\ntype = "llm"\nllm_config = "summarizer"\n'
+    )
+    from openhands_memory.config import load_condenser
+
+    llm = load_condenser(path).llm_config
+    assert (llm.model, llm.api_key, llm.temperature) == ("gpt-4o-mini", "sk-base", 0.0)
