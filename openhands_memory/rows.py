@@ -86,7 +86,9 @@ def _seqs_of(db: sqlite3.Connection, conversation_id: str, seq: int, uids: Seque
         found += [
             r[0]
             for r in db.execute(
-                f"SELECT id FROM event WHERE conversation_id = ? AND id < ? "
+                # "+id" keeps the planner on the uid index: a range on the primary key
+                # would read the whole history.
+                f"SELECT id FROM event WHERE conversation_id = ? AND +id < ? "
                 f"AND uid IN ({_placeholders(len(chunk))})",
                 (conversation_id, seq, *chunk),
             )
@@ -159,7 +161,7 @@ def duplicate_uid(
     for i in range(0, len(uids), 500):
         chunk = uids[i : i + 500]
         hit = db.execute(
-            f"SELECT uid FROM event WHERE conversation_id = ? AND id < ? "
+            f"SELECT uid FROM event WHERE conversation_id = ? AND +id < ? "
             f"AND uid IN ({_placeholders(len(chunk))}) LIMIT 1",
             (conversation_id, 2**62 if before is None else before, *chunk),
         ).fetchone()

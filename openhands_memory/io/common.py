@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Union
 
+from .. import ranges, rows
 from ..errors import ConversationExists, MalformedEvent, OpenHandsMemoryError
 from ..events import EVENT_CLASSES, Condensation, Event, event_from_dict, event_from_json
 
@@ -108,19 +109,22 @@ class Checker:
     """Checks a stream of events that will get ids 0, 1, 2, …, naming the culprit's place.
 
     The store would refuse these too, but only after the fact and without saying which file
-    or line was at fault.
+    or line was at fault. It also remembers each external id's sequence id, so that the
+    import can resolve a Condensation's ``forgotten_event_ids`` without asking SQL.
     """
 
     def __init__(self) -> None:
         self.count = 0
         self.condensations = 0
-        self._where_of: dict[str, object] = {}
+        self.seq_of: dict[str, int] = {}
+        self._where: list[object] = []
 
     def add(self, event: Event, where: object) -> None:
-        first = self._where_of.get(event.id)
+        first = self.seq_of.get(event.id)
         if first is not None:
-            raise ImportFailed(where, f"event id {event.id!r} appears twice (first at {first})")
-        self._where_of[event.id] = where
+            raise ImportFailed(where, f"event id {event.id!r} appears twice (first at {self._where[first]})")
+        self.seq_of[event.id] = self.count
+        self._where.append(where)
         if isinstance(event, Condensation):
             self.condensations += 1
             for start, end in event.forgotten_ranges or []:
@@ -132,12 +136,25 @@ class Checker:
                     )
         self.count += 1
 
+    def resolved(self, cond: Condensation, seq: int) -> Condensation:
+        """``cond`` with its external ids turned into id ranges, as the store would turn them
+        (ids that name no earlier event are ignored), for recording its ranges. Its stored JSON
+        is unchanged."""
+        if not cond.forgotten_event_ids:
+            return cond
+        seqs = [s for s in (self.seq_of.get(u) for u in cond.forgotten_event_ids) if s is not None and s < seq]
+        copy = cond.model_copy(update={
+            "forgotten_event_ids": [],
+            "forgotten_ranges": list(cond.forgotten_ranges or []) + ranges.runs_of(seqs),
+        })
+        return copy.with_note(cond.note) if cond.note is not None else copy
+
 
 # --- writing ---------------------------------------------------------------------------------
 
 
 @contextmanager
-def _no_gc() -> Iterator[None]:
+def no_gc() -> Iterator[None]:
     """Parsing allocates millions of small objects that all die young: collecting them while
     they are alive only costs time."""
     enabled = gc.isenabled()
@@ -149,24 +166,61 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
+# The event table's columns, in the order ``rows.INSERT_EVENT`` takes them. The import builds
+# rows itself only while this still matches; otherwise it uses ``rows.event_row``.
+_COLUMNS = (
+    "conversation_id", "id", "kind", "source", "timestamp", "uid", "tool_call_id", "tool_name",
+    "llm_response_id", "has_thinking", "llm_visible", "token_count", "payload",
+)
+
+
+def event_row(conversation_id: str, seq: int, event: Event, raw: str | None) -> tuple[Any, ...]:
+    """The row ``rows.event_row`` makes, with the file's own JSON text as the payload when given.
+
+    The SDK writes each event as ``model_dump_json(exclude_none=True)``, the form the store
+    keeps, so its text can be stored as it is instead of serializing the event again (a
+    quarter of the import's time). The text was just validated into ``event``, so reading it
+    back gives the same event; and exporting writes the file back byte for byte.
+    """
+    if raw is None or rows.EVENT_COLUMNS != _COLUMNS:
+        return rows.event_row(conversation_id, seq, event)
+    return (
+        conversation_id,
+        seq,
+        event.kind,  # type: ignore[attr-defined]
+        event.source,
+        event.timestamp,
+        event.id,
+        getattr(event, "tool_call_id", None),
+        getattr(event, "tool_name", None),
+        getattr(event, "llm_response_id", None),
+        event.has_thinking,
+        type(event).llm_visible,
+        None,
+        raw,
+    )
+
+
 def write_conversation(
     store: "EventStore",
     conversation_id: str,
     metadata: dict[str, Any],
-    batches: Iterable[list[tuple[Event, object]]],
+    batches: Iterable[list[tuple[Any, ...]]],
     result: ImportResult,
     progress: Progress | None = None,
 ) -> ImportResult:
     """Create ``conversation_id`` and store every batch, all in one write transaction.
 
+    Each batch item is ``(event, where)`` or ``(event, where, raw JSON text)``. Events get ids
+    0, 1, 2, … in order; each batch is one ``executemany``, and a Condensation's ranges are
+    recorded once the events before it are in (as ``Conversation.insert`` does).
+
     ``batches`` is consumed inside the transaction, so a bad event anywhere (even in the last
     file) rolls everything back: the conversation is not created at all.
     """
-    from ..store import Conversation
-
     checker = Checker()
     now = datetime.now(timezone.utc).isoformat()
-    with _no_gc(), store.writing() as db:
+    with no_gc(), store.writing() as db:
         try:
             db.execute(
                 "INSERT INTO conversation (id, created_at, metadata) VALUES (?, ?, ?)",
@@ -174,13 +228,21 @@ def write_conversation(
             )
         except sqlite3.IntegrityError:
             raise ConversationExists(conversation_id) from None
-        conversation = Conversation(store, conversation_id)
         for batch in batches:
             if not batch:
                 continue
-            for event, where in batch:
-                checker.add(event, where)
-            conversation.insert(db, [e for e, _ in batch])
+            first = checker.count
+            for item in batch:
+                checker.add(item[0], item[1])
+            db.executemany(
+                rows.INSERT_EVENT,
+                [event_row(conversation_id, first + k, item[0], item[2] if len(item) > 2 else None)
+                 for k, item in enumerate(batch)],
+            )
+            for k, item in enumerate(batch):
+                if isinstance(item[0], Condensation):
+                    seq = first + k
+                    rows.record_condensation(db, conversation_id, seq, checker.resolved(item[0], seq))
             if progress is not None:
                 progress(len(batch))
     result.events = checker.count

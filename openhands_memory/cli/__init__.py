@@ -1,0 +1,168 @@
+"""The ``openhands-memory`` command-line tool (also ``python cli.py`` and
+``python -m openhands_memory.cli``).
+
+Commands live in ``commands_*.py`` and are imported only when run, so ``--help`` and short
+commands start without loading what they do not use. Errors the user can act on end the
+command with a one-line message and exit status 1; usage errors exit with 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sqlite3
+import sys
+from typing import Any, Callable
+
+import click
+
+from .. import __version__
+
+# name -> (module, function, section, one-line help); the order is the order in --help.
+COMMANDS: dict[str, tuple[str, str, str, str]] = {
+    "init": ("commands_db", "init", "Database", "Create a database file."),
+    "migrate": ("commands_db", "migrate", "Database", "Upgrade or downgrade a file's schema, after a backup."),
+    "conversations": ("commands_db", "conversations", "Database", "List conversations with their sizes and condensations."),
+    "stats": ("commands_db", "stats", "Database", "Events, condensations and summarizer calls and cost."),
+    "doctor": ("commands_doctor", "doctor", "Database", "Check a database; --fix repairs what it can."),
+    "sql": ("commands_sql", "sql", "Database", "Run a read-only SQL query."),
+    "append": ("commands_events", "append", "Events", "Append JSON or JSONL events from a file or stdin."),
+    "view": ("commands_events", "view", "Events", "What the agent sees now, or saw after event N."),
+    "history": ("commands_events", "history", "Events", "Every event, forgotten ones marked."),
+    "import": ("commands_io", "import_", "Events", "Import an OpenHands folder, a V0 trajectory or JSONL."),
+    "export": ("commands_io", "export", "Events", "Export a conversation as JSONL or an OpenHands folder."),
+    "condense": ("commands_condense", "condense", "Condensing", "Run a condenser now (--dry-run to preview)."),
+    "request-condensation": ("commands_condense", "request_condensation", "Condensing", "Ask for a condensation at the next step."),
+    "demo": ("commands_demo", "demo", "Try it", "Build a demo database from a bundled agent session."),
+}
+SECTIONS = ("Database", "Events", "Condensing", "Try it")
+
+EPILOG = """\
+Examples:
+
+\b
+  openhands-memory demo
+  openhands-memory view openhands-memory-demo.db demo
+  openhands-memory import agent.db ~/.openhands/conversations/<id>
+  openhands-memory condense agent.db <id> --dry-run
+  openhands-memory sql agent.db "SELECT kind, COUNT(*) FROM event GROUP BY 1"
+
+Conversation ids may be shortened to any unique prefix.
+"""
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from ..errors import OpenHandsMemoryError
+
+    return (OpenHandsMemoryError, OSError, sqlite3.Error)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, sqlite3.Error):
+        return f"SQLite: {exc}"
+    if isinstance(exc, OSError) and exc.strerror and getattr(exc, "filename", None):
+        return f"{exc.filename}: {exc.strerror}"
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use, listed in sections."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        spec = COMMANDS.get(name)
+        if spec is None:
+            return None
+        import importlib
+
+        module = importlib.import_module(f"{__name__}.{spec[0]}")
+        return getattr(module, spec[1])
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        width = max(len(name) for name in COMMANDS)  # one alignment for every section
+        for section in SECTIONS:
+            rows = [(name.ljust(width), spec[3]) for name, spec in COMMANDS.items() if spec[2] == section]
+            with formatter.section(section):
+                formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
+            raise
+        except _user_errors() as exc:
+            raise click.ClickException(_message(exc)) from None
+
+
+@click.group("openhands-memory", cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="openhands-memory", message="%(prog)s %(version)s")
+@click.option("-v", "--verbose", is_flag=True, help="Show the library's log messages on stderr.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool) -> None:
+    """A durable, condensable event history for LLM agents, in one SQLite file.
+
+    DB is the database file; CONV a conversation id (or a unique prefix of one).
+    """
+    log = logging.getLogger("openhands_memory")
+    saved = (log.level, log.propagate)
+    handler: logging.Handler
+    if verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        log.setLevel(logging.INFO)
+    else:  # commands report what matters themselves (dropped events, fallbacks)
+        handler = logging.NullHandler()
+    log.addHandler(handler)
+    log.propagate = False
+
+    def restore() -> None:  # the app may run inside another program (tests, notebooks)
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
+
+    ctx.call_on_close(restore)
+
+
+# --- shared options ----------------------------------------------------------------------------
+
+
+def output_format(*formats: str, default: str = "table") -> Callable[[Callable], Callable]:
+    """``--format`` (one of ``formats``) and ``--json`` (short for ``--format json``).
+
+    The command receives ``fmt``.
+    """
+
+    def decorate(f: Callable) -> Callable:
+        @click.option("--json", "as_json", is_flag=True, help="Print JSON (same as --format json).")
+        @click.option(
+            "--format", "fmt", type=click.Choice(formats), default=default, show_default=True,
+            help="Output format.",
+        )
+        @functools.wraps(f)
+        def wrapper(*args: Any, as_json: bool, fmt: str, **kwargs: Any) -> Any:
+            return f(*args, fmt="json" if as_json else fmt, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console script's entry point."""
+    try:
+        cli.main(args=argv, prog_name="openhands-memory")
+    except BrokenPipeError:  # `openhands-memory history … | head`: the reader has gone
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+__all__ = ["cli", "main", "COMMANDS"]

@@ -1,0 +1,232 @@
+"""condense and request-condensation."""
+
+from __future__ import annotations
+
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import output_format
+from .opening import conversation as open_conversation
+from .opening import open_store
+from .describe import preview
+from .output import echo_json, echo_pairs, id_runs, number, one_line
+
+
+def _value(text: str) -> Any:
+    """A --set value read as TOML (numbers, booleans, strings in quotes), else as plain text."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def settings(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``("max_size=80", "llm_config.model=gpt-4o")`` -> nested settings."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{pair!r} is not key=value", param_hint="--set")
+        *parents, leaf = [k.strip() for k in key.split(".")]
+        node = out
+        for p in parents:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise click.BadParameter(f"{key!r} sets inside a value that is not a table", param_hint="--set")
+        node[leaf] = _value(text.strip())
+    return out
+
+
+def build_condenser(config: Path | None, name: str | None, kind: str | None, pairs: tuple[str, ...]) -> tuple[Any, str]:
+    """The condenser the options describe, and a label for it."""
+    if config is not None and kind is not None:
+        raise click.UsageError("give --config or --type, not both")
+    if name is not None and config is None:
+        raise click.UsageError("--name picks a [condenser.NAME] section of --config")
+    if pairs and kind is None:
+        raise click.UsageError("--set adjusts a --type")
+    if config is not None:
+        from ..config import load_condenser
+
+        condenser = load_condenser(config, name)
+        return condenser, f"{config}" + (f" [condenser.{name}]" if name else "")
+    if kind is not None:
+        from ..config import condenser_from_section
+
+        condenser = condenser_from_section({"type": kind, **settings(pairs)}, {}, "--type")
+        return condenser, kind
+    from ..condensers import default_condenser
+
+    return default_condenser(), "the default condenser"
+
+
+def _forgotten_positions(view: Any, cond: Any) -> list[int]:
+    """Positions of the view's events that ``cond`` forgets."""
+    uids = set(cond.forgotten_event_ids)
+    runs = cond.forgotten_ranges or []
+    out = []
+    for i, e in enumerate(view.events):
+        if e.seq is None:
+            continue
+        if e.id in uids or any(s <= e.seq <= t for s, t in runs):
+            out.append(i)
+    return out
+
+
+def _estimate(view: Any, cond: Any, forgotten: list[int]) -> tuple[int, int]:
+    from ..events import CondensationSummaryEvent
+    from ..tokens import count_event, counter_for
+
+    counter = counter_for("chars/4")
+    gone = set(forgotten)
+    counts = [count_event(counter, e) for e in view.events]
+    before = sum(counts)
+    after = 0
+    for i, (e, n) in enumerate(zip(view.events, counts)):
+        if i in gone or (e.seq is None and cond.summary is not None):
+            continue  # forgotten, or the old summary the new one replaces
+        after += n
+    if cond.summary is not None:
+        after += count_event(counter, CondensationSummaryEvent(summary=cond.summary))
+    return before, after
+
+
+@click.command()
+@click.argument("db")
+@click.argument("conversation", metavar="CONV")
+@click.option("-c", "--config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="An OpenHands-style config.toml with a [condenser] section.")
+@click.option("-n", "--name", help="Use [condenser.NAME] of --config.")
+@click.option("-t", "--type", "kind", metavar="TYPE",
+              help="A condenser type: noop, observation_masking, browser_output_masking, recent, amortized, "
+                   "conversation_window, llm, structured, llm_attention, pipeline.")
+@click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE",
+              help="A setting of --type (repeatable), e.g. --set max_size=80 --set llm_config.model=gpt-4o-mini.")
+@click.option("--dry-run", is_flag=True, help="Show what would be forgotten; write nothing.")
+@output_format("text", "json", default="text")
+def condense(db: str, conversation: str, config: Path | None, name: str | None, kind: str | None,
+             pairs: tuple[str, ...], dry_run: bool, fmt: str) -> None:
+    """Run a condenser on CONV's current view and store the condensation it makes.
+
+    Without --config or --type: the default pipeline, summarizing offline (no API key).
+    """
+    condenser, label = build_condenser(config, name, kind, pairs)
+    if dry_run and counts_tokens(condenser):
+        # Counting tokens caches each event's count in its row. A dry run must leave the file
+        # as it is, so it runs on a snapshot copy (made with SQLite's backup API).
+        from .commands_db import copy_database
+        from .opening import judge
+
+        with tempfile.TemporaryDirectory() as tmp:
+            snapshot = copy_database(judge(db), Path(tmp) / "snapshot.db")
+            report = _run(str(snapshot), conversation, condenser, label, dry_run=True)
+    else:
+        report = _run(db, conversation, condenser, label, dry_run=dry_run)
+    if fmt == "json":
+        echo_json(report)
+    else:
+        _echo(report, label)
+
+
+def counts_tokens(condenser: Any) -> bool:
+    return bool(getattr(condenser, "counts_tokens", False)) or any(
+        counts_tokens(c) for c in getattr(condenser, "condensers", None) or []
+    )
+
+
+def _find(condenser: Any, kind: str | None) -> Any:
+    if getattr(condenser, "type", None) == kind:
+        return condenser
+    for c in getattr(condenser, "condensers", None) or []:
+        found = _find(c, kind)
+        if found is not None:
+            return found
+    return None
+
+
+def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: bool) -> dict[str, Any]:
+    from ..condense import condense as run
+    from ..events import Condensation
+
+    store = open_store(db)
+    try:
+        conv = open_conversation(store, conversation)
+        before = conv.view()
+        result = run(conv, condenser, dry_run=dry_run)
+        if not isinstance(result, Condensation):
+            rewritten = result is not before and [e.to_json() for e in result.events] != [e.to_json() for e in before.events]
+            return {
+                "conversation": conv.id, "condenser": label, "condensed": False, "dry_run": dry_run,
+                "view_events": len(before), "rewritten_in_memory": rewritten,
+            }
+        forgotten = _forgotten_positions(before, result)
+        seqs = [before.events[i].seq for i in forgotten]
+        note = result.note
+        if note is not None and note.tokens_before is not None and note.tokens_after is not None:
+            tokens_before, tokens_after = note.tokens_before, note.tokens_after
+            counter = getattr(_find(condenser, note.strategy), "tokenizer", None) or "chars/4"
+        else:
+            tokens_before, tokens_after = _estimate(before, result, forgotten)
+            counter = "chars/4 estimate"
+        after_view = None if dry_run else conv.view()
+        return {
+            "conversation": conv.id, "condenser": label, "condensed": True, "dry_run": dry_run,
+            "strategy": note.strategy if note else None, "reason": note.reason if note else None,
+            "forgotten_ids": seqs, "forgotten_count": len(seqs), "view_events": len(before),
+            "summary": result.summary, "summary_offset": result.summary_offset,
+            "tokens_before": tokens_before, "tokens_after": tokens_after, "token_counter": counter,
+            "stored_as": None if dry_run else result.seq,
+            "view_events_after": len(after_view) if after_view is not None else None,
+        }
+    finally:
+        store.close()
+
+
+def _echo(report: dict[str, Any], label: str) -> None:
+    dry_run = report["dry_run"]
+    if not report["condensed"]:
+        click.echo(f"nothing to condense: {label} keeps the view of {report['view_events']} events as it is"
+                   + (" (it rewrites some in memory, e.g. masking, which is never stored)"
+                      if report["rewritten_in_memory"] else ""))
+        return
+    head = "dry run: would condense" if dry_run else "condensed"
+    why = f" ({report['strategy']}, reason: {report['reason']})" if report["strategy"] else ""
+    click.echo(f"{head} {report['conversation']} with {label}{why}")
+    seqs = report["forgotten_ids"]
+    pairs_out: list[tuple[str, Any]] = [
+        ("forgets", f"{len(seqs)} of {report['view_events']} events: {id_runs(s for s in seqs if s is not None) or '-'}"),
+    ]
+    if report["summary"] is not None:
+        gist = one_line(preview({"kind": "CondensationSummaryEvent", "summary": report["summary"]}))
+        pairs_out.append(("summary", f"at position {report['summary_offset']}: " + gist[:56]
+                          + ("…" if len(gist) > 56 else "")))
+    pairs_out.append(("tokens", f"{number(report['tokens_before'])} -> {number(report['tokens_after'])} "
+                                f"({report['token_counter']})"))
+    if not dry_run:
+        pairs_out.append(("stored", f"as event {report['stored_as']}; the view now has "
+                                    f"{report['view_events_after']} events"))
+    echo_pairs(pairs_out, indent=2)
+    if dry_run:
+        click.echo("dry run: nothing was written")
+
+
+@click.command("request-condensation")
+@click.argument("db")
+@click.argument("conversation", metavar="CONV")
+@output_format("text", "json", default="text")
+def request_condensation(db: str, conversation: str, fmt: str) -> None:
+    """Append a CondensationRequest to CONV: the next condense (or agent step) must condense."""
+    store = open_store(db)
+    try:
+        conv = open_conversation(store, conversation)
+        seq = conv.request_condensation()
+    finally:
+        store.close()
+    if fmt == "json":
+        echo_json({"conversation": conv.id, "id": seq})
+    else:
+        click.echo(f"event {seq}: condensation requested in {conv.id}; the next condense acts on it")

@@ -1,0 +1,143 @@
+"""demo: replay a bundled coding-agent session through the default condenser, as an agent would."""
+
+from __future__ import annotations
+
+import sqlite3
+import textwrap
+import time
+from pathlib import Path
+
+import click
+
+from .output import heading, id_runs, term_width
+
+DEFAULT_DB = "openhands-memory-demo.db"
+CONVERSATION = "demo"
+MARKER = "openhands_memory_demo"
+
+
+def _is_demo(path: Path) -> bool:
+    """Whether ``path`` is a database an earlier ``demo`` made (and nothing else)."""
+    from ..database import inspect_sqlite_file
+
+    try:
+        state = inspect_sqlite_file(path)
+    except Exception:
+        return False
+    if state.revision is None:
+        return path.stat().st_size == 0
+    from .opening import readonly_uri
+
+    conn = sqlite3.connect(readonly_uri(path), uri=True)
+    try:
+        rows = conn.execute("SELECT id, json_extract(metadata, '$." + MARKER + "') FROM conversation").fetchall()
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+    return rows == [(CONVERSATION, 1)]
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def starts_llm_call(event, previous) -> bool:  # type: ignore[no-untyped-def]
+    """Whether ``event`` is the first event of a model response (so the agent called the model
+    just before it: the moment it asks for its view)."""
+    rid = getattr(event, "llm_response_id", None)
+    if event.source != "agent" or rid is None or event.kind not in ("ActionEvent", "MessageEvent"):
+        return False
+    return getattr(previous, "llm_response_id", None) != rid
+
+
+@click.command()
+@click.argument("db", required=False, default=DEFAULT_DB, metavar="[DB]")
+def demo(db: str) -> None:
+    """Build a demo database (default: ./openhands-memory-demo.db) and show what it holds.
+
+    It replays a bundled session of a coding agent fixing a date-parsing bug (about 300
+    events: terminal and file-editor calls, pytest tracebacks, a docs page, user follow-ups)
+    event by event, asking for the view before every model call as an agent does, with the
+    default condenser: old browser pages masked, and a rolling summary written by the offline
+    summarizer. No API key, no network. An earlier demo file is replaced; any other file is
+    left alone.
+    """
+    from ..condensers import default_condenser
+    from ..data import DEMO_CONVERSATION
+    from ..events import event_from_json
+    from ..store import EventStore
+    from .commands_db import collect_stats, echo_stats
+    from .commands_events import echo_view
+
+    path = Path(db).expanduser()
+    if path.exists():
+        if not _is_demo(path):
+            raise click.ClickException(
+                f"{db} exists and is not a demo database; it was left untouched (give another path)"
+            )
+        _remove(path)
+    started = time.perf_counter()
+    with open(DEMO_CONVERSATION, encoding="utf-8") as f:
+        events = [event_from_json(line) for line in f if line.strip()]
+    store = EventStore(path)
+    try:
+        conv = store.create_conversation(
+            CONVERSATION,
+            metadata={MARKER: 1, "story": "a coding agent fixes a failing date-parsing test in a small Python repo"},
+        )
+        condenser = default_condenser()
+        heading(f"Replaying a coding agent's session ({len(events)} events) into {path.name},")
+        heading(f"conversation {CONVERSATION!r}, with the default condenser:")
+        steps = 0
+        previous = None
+        for event in events:
+            if starts_llm_call(event, previous):
+                before = len(conv)
+                view = conv.step(condenser)  # what the model is sent now
+                steps += 1
+                if len(conv) > before:  # the step stored a condensation
+                    cond = conv.get(before)
+                    runs = store.db.execute(
+                        "SELECT start_id, end_id FROM forgotten_range WHERE conversation_id = ? AND condensation_id = ?",
+                        (conv.id, before),
+                    ).fetchall()
+                    forgot = sum(e - s + 1 for s, e in runs)
+                    click.echo(
+                        f"  event {before:>3}: forgot {forgot} events "
+                        f"({id_runs(i for s, e in runs for i in range(s, e + 1))})"
+                        + (" into a summary" if getattr(cond, "summary", None) else "")
+                        + f"; the view is {len(view)} events"
+                    )
+            conv.append(event)
+            previous = event
+        elapsed = time.perf_counter() - started
+        click.echo(f"  {len(conv)} events stored, {steps} model calls simulated, in {elapsed:.1f} s")
+        width = term_width()
+        click.echo()
+        final = conv.view()
+        echo_view(conv.id, final)
+        from ..tokens import count_events, counter_for
+
+        counter = counter_for("chars/4")
+        everything = [e for e in conv.events() if type(e).llm_visible]
+        click.echo(textwrap.fill(
+            f"The model is sent {len(final)} events, about {count_events(counter, final.events):,} tokens, "
+            f"instead of all {len(everything)} ({count_events(counter, everything):,} tokens; chars/4 estimate).",
+            width,
+        ))
+        click.echo()
+        echo_stats(f"stats of conversation {conv.id}", collect_stats(store.db, [conv.id]))
+    finally:
+        store.close()
+    click.echo()
+    click.echo("Next, try:")
+    for line in (
+        f"openhands-memory history {db} demo",
+        f"openhands-memory view {db} demo --at 120",
+        f"openhands-memory view {db} demo --format messages",
+        f"openhands-memory condense {db} demo --dry-run",
+        f"openhands-memory sql {db} \"SELECT * FROM condensation\"",
+    ):
+        click.echo(f"  {line}")

@@ -1,0 +1,270 @@
+"""Event commands: append, view, history."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+import sys
+import textwrap
+from typing import Any, Iterator
+
+import click
+
+from .. import ranges
+from . import output_format
+from .describe import kind_label, one, source_label
+from .opening import conversation as open_conversation
+from .opening import open_readonly, open_store, resolve
+from .output import Column, Table, echo_csv, echo_json, id_runs, note, term_width
+
+# --- append ----------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("db")
+@click.argument("conversation", metavar="CONV")
+@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--create", is_flag=True, help="Create DB and the conversation if they do not exist yet.")
+@output_format("text", "json", default="text")
+def append(db: str, conversation: str, file: str | None, create: bool, fmt: str) -> None:
+    """Append the events in FILE (or stdin) to conversation CONV, all in one transaction.
+
+    FILE holds one event object, a JSON list of them, or JSON Lines, in the SDK's shape
+    ({"kind": "MessageEvent", ...}). Each event gets the next id: 0, 1, 2, ...
+    """
+    from ..errors import ConversationNotFound
+    from ..io.jsonl import parse_text
+
+    if file is None and sys.stdin.isatty():
+        raise click.UsageError("give a FILE, or pipe the events on stdin")
+    store = open_store(db, create=create)  # judge the database before reading anything
+    try:
+        try:
+            conv = open_conversation(store, conversation)
+        except ConversationNotFound:
+            if not create:
+                raise click.ClickException(
+                    f"no conversation with id {conversation!r} in {db} (use --create to start it)"
+                ) from None
+            conv = None
+        if file in (None, "-"):
+            text, where = sys.stdin.read(), "<stdin>"
+        else:
+            with open(file, encoding="utf-8") as f:
+                text, where = f.read(), file
+        events = [e for e, _ in parse_text(text, where)]
+        created = conv is None
+        if conv is None:
+            conv = store.create_conversation(conversation)
+        ids = conv.append_many(events)
+    finally:
+        store.close()
+    if fmt == "json":
+        echo_json({"conversation": conv.id, "created": created, "ids": ids})
+    elif not ids:
+        click.echo(f"{'created ' + conv.id + '; ' if created else ''}no events in {where}: nothing appended")
+    else:
+        if created:
+            click.echo(f"created conversation {conv.id}")
+        click.echo(f"appended {len(ids)} event{'s' if len(ids) != 1 else ''} to {conv.id}: "
+                   f"id{'s' if len(ids) != 1 else ''} {id_runs(ids)}")
+
+
+# --- view ------------------------------------------------------------------------------------
+
+
+def view_json(view: Any) -> dict[str, Any]:
+    return {
+        "conversation": view.conversation_id,
+        "upto": view.upto,
+        "last_condensation": view.last_condensation,
+        "unhandled_condensation_request": view.unhandled_condensation_request,
+        "dropped": [{"property": d.property, "ids": list(d.seqs), "uids": list(d.ids)} for d in view.dropped],
+        "events": [{"id": e.seq, "event": e.to_json_dict()} for e in view.events],
+    }
+
+
+def echo_view(conversation_id: str, v: Any, historical: bool = False) -> None:
+    """The view as a table: a header line, one row per event, notes on stderr."""
+    if v.upto < 0:
+        click.echo(f"{conversation_id} has no events yet")
+        return
+    summaries = sum(1 for e in v.events if e.seq is None)
+    click.echo(textwrap.fill(
+        f"{conversation_id} · view {'as of' if historical else 'after'} event {v.upto} · {len(v)} events"
+        + (f" ({summaries} summary)" if summaries else "")
+        + f" · {v.upto + 1 - (len(v) - summaries)} of {v.upto + 1} left out",
+        term_width(), break_on_hyphens=False,
+    ))
+    table = Table([Column("id", ">"), Column("kind"), Column("source"), Column("preview", flex=True, min=10)])
+    for e in v.events:
+        d = e.to_json_dict()
+        if e.seq is None:
+            table.add(["S", "summary", source_label(e.source), one(d)], {"fg": "cyan", "bold": True})
+        else:
+            table.add([e.seq, kind_label(e.kind), source_label(e.source), one(d)])  # type: ignore[attr-defined]
+    table.echo()
+    for d in v.dropped:
+        note(f"note: {len(d.seqs)} event(s) left out because {d.property.replace('_', ' ')} requires it: "
+             f"{id_runs(s for s in d.seqs if s is not None)}")
+    if v.unhandled_condensation_request:
+        note("note: a condensation was requested and not done yet (run `condense`)")
+
+
+@click.command()
+@click.argument("db")
+@click.argument("conversation", metavar="CONV")
+@click.option("--at", type=int, metavar="N", help="The view as it was right after event N.")
+@output_format("table", "json", "messages")
+def view(db: str, conversation: str, at: int | None, fmt: str) -> None:
+    """What the agent sees now: the events sent to the model, with the summary in place.
+
+    --format messages prints the provider messages (litellm's shape) instead.
+    """
+    store = open_store(db)
+    conv = open_conversation(store, conversation)
+    last = len(conv) - 1
+    if at is not None and not 0 <= at <= last:
+        raise click.BadParameter(
+            f"{conv.id} has events 0..{last}" if last >= 0 else f"{conv.id} has no events", param_hint="--at"
+        )
+    v = conv.view(at=at)
+    if fmt == "json":
+        echo_json(view_json(v))
+        return
+    if fmt == "messages":
+        echo_json(v.to_messages())
+        return
+    echo_view(conv.id, v, at is not None)
+    store.close()
+
+
+# --- history ---------------------------------------------------------------------------------
+
+
+def hiders(conn: sqlite3.Connection, cid: str) -> list[tuple[int, int, int]]:
+    """(start, end, condensation) runs, each id under the first condensation that hid it."""
+    by_cond: dict[int, list[ranges.Run]] = {}
+    for cond, start, end in conn.execute(
+        "SELECT condensation_id, start_id, end_id FROM forgotten_range WHERE conversation_id = ? "
+        "ORDER BY condensation_id, start_id",
+        (cid,),
+    ):
+        by_cond.setdefault(cond, []).append((start, end))
+    out: list[tuple[int, int, int]] = []
+    hidden: list[ranges.Run] = []
+    for cond in sorted(by_cond):
+        runs = ranges.merge(by_cond[cond])
+        for s, e in runs:
+            cur = s
+            for hs, he in hidden:
+                if he < cur or hs > e:
+                    continue
+                if hs > cur:
+                    out.append((cur, hs - 1, cond))
+                cur = max(cur, he + 1)
+            if cur <= e:
+                out.append((cur, e, cond))
+        hidden = ranges.merge(hidden, runs)
+    return sorted(out)
+
+
+def history_rows(conn: sqlite3.Connection, cid: str, start: int, stop: int | None) -> Iterator[dict[str, Any]]:
+    spans = hiders(conn, cid)
+    conds = {
+        r[0]: {"strategy": r[1], "reason": r[2], "summary": r[3], "summary_offset": r[4],
+               "tokens_before": r[5], "tokens_after": r[6]}
+        for r in conn.execute(
+            "SELECT id, strategy, reason, summary, summary_offset, tokens_before, tokens_after "
+            "FROM condensation WHERE conversation_id = ?",
+            (cid,),
+        )
+    }
+    ranges_of: dict[int, list[list[int]]] = {}
+    for cond, s, e in conn.execute(
+        "SELECT condensation_id, start_id, end_id FROM forgotten_range WHERE conversation_id = ? "
+        "ORDER BY condensation_id, start_id",
+        (cid,),
+    ):
+        ranges_of.setdefault(cond, []).append([s, e])
+    k = 0
+    cursor = start
+    end = stop if stop is not None else 2**62
+    while True:
+        page = conn.execute(
+            "SELECT id, uid, kind, source, timestamp, llm_visible, token_count, payload FROM event "
+            "WHERE conversation_id = ? AND id >= ? AND id <= ? ORDER BY id LIMIT 1000",
+            (cid, cursor, end),
+        ).fetchall()
+        for seq, uid, kind, source, ts, visible, tokens, payload in page:
+            while k < len(spans) and spans[k][1] < seq:
+                k += 1
+            hidden_by = spans[k][2] if k < len(spans) and spans[k][0] <= seq <= spans[k][1] else None
+            row: dict[str, Any] = {
+                "id": seq, "uid": uid, "kind": kind, "source": source, "timestamp": ts,
+                "llm_visible": bool(visible), "forgotten_by": hidden_by, "token_count": tokens,
+            }
+            d = json.loads(payload)
+            if kind == "Condensation":
+                info = conds.get(seq, {})
+                forgot = ranges_of.get(seq, [])
+                row["condensation"] = {**info, "forgotten_ranges": forgot}
+                n = sum(e - s + 1 for s, e in forgot)
+                how = "/".join(x for x in (info.get("strategy"), info.get("reason")) if x)
+                text = (f"[{how}] " if how else "") + f"forgot {n}"
+                if forgot:
+                    text += f" ({id_runs(i for s, e in forgot for i in range(s, e + 1))})"
+                if info.get("summary") is not None:
+                    text += " · summary: " + one({"kind": "CondensationSummaryEvent", "summary": info["summary"]})
+                row["preview"] = " ".join(text.split())
+            else:
+                row["preview"] = one(d)
+            yield row
+        if len(page) < 1000:
+            return
+        cursor = page[-1][0] + 1
+
+
+@click.command()
+@click.argument("db")
+@click.argument("conversation", metavar="CONV")
+@click.option("--from", "start", type=int, default=0, metavar="N", help="First event id to show.")
+@click.option("--to", "stop", type=int, default=None, metavar="N", help="Last event id to show.")
+@output_format("table", "json", "csv")
+def history(db: str, conversation: str, start: int, stop: int | None, fmt: str) -> None:
+    """Every event of CONV, forgotten or not.
+
+    A forgotten event shows the id of the condensation that hid it (its "hid by" column); a
+    condensation shows its strategy/reason, what it forgot and the start of its summary.
+    """
+    conn = open_readonly(db)
+    cid = resolve(conn, conversation)
+    rows = history_rows(conn, cid, start, stop)
+    if fmt == "table":
+        first = next(rows, None)
+        if first is None:
+            click.echo(f"{cid} has no events" + (" in that range" if start or stop is not None else " yet"))
+            return
+        rows = itertools.chain([first], rows)
+    if fmt == "json":
+        click.echo("[", nl=False)
+        for i, row in enumerate(rows):
+            click.echo(("," if i else "") + "\n  " + json.dumps(row, ensure_ascii=False), nl=False)
+        click.echo("\n]")
+        return
+    keys = ["id", "uid", "kind", "source", "timestamp", "llm_visible", "forgotten_by", "preview"]
+    if fmt == "csv":
+        echo_csv(keys, ([r[k] for k in keys] for r in rows))
+        return
+    table = Table([Column("id", ">"), Column("kind"), Column("source"), Column("hid by", ">"),
+                   Column("preview", flex=True, min=10)])
+    for r in rows:
+        style = None
+        if r["kind"] == "Condensation":
+            style = {"fg": "cyan"}
+        elif r["forgotten_by"] is not None:
+            style = {"dim": True}
+        table.add([r["id"], kind_label(r["kind"]), source_label(r["source"]),
+                   "" if r["forgotten_by"] is None else f"#{r['forgotten_by']}", r["preview"]], style)
+    table.echo()

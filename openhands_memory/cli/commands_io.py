@@ -1,0 +1,119 @@
+"""import and export."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import output_format
+from .opening import conversation as open_conversation
+from .opening import open_store
+from .output import echo_json, note
+
+FORMAT_NAMES = {
+    "openhands": "OpenHands SDK folder",
+    "legacy": "legacy OpenHands trajectory",
+    "jsonl": "JSON Lines",
+    "json": "JSON list of events",
+}
+PROGRESS_MIN = 5000  # smaller imports finish before a bar is worth drawing
+
+
+@click.command("import")
+@click.argument("db")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("-c", "--conversation", "conversation_id", metavar="ID",
+              help="Id of the new conversation (default: base_state.json's id, else the folder or file name).")
+@output_format("text", "json", default="text")
+def import_(db: str, path: Path, conversation_id: str | None, fmt: str) -> None:
+    """Import PATH into DB as a new conversation (DB is created if needed).
+
+    \b
+    PATH is one of:
+      an OpenHands SDK conversation folder (events/event-NNNNN-<id>.json
+        and base_state.json), or its events/ folder;
+      a legacy OpenHands trajectory (a JSON list of V0 events);
+      JSON Lines of event dicts (ours, or the SDK's).
+
+    The import is one transaction: if any file or line is bad, the error names it and
+    nothing is imported.
+    """
+    from ..errors import ConversationExists
+    from ..io import importer
+
+    total = importer.count_events(path)  # also judges the path before any database is touched
+    fresh = not Path(db).expanduser().exists()
+    store = open_store(db, create=True)
+    show_bar = total is not None and total >= PROGRESS_MIN and sys.stderr.isatty()
+    try:
+        try:
+            if show_bar:
+                with click.progressbar(length=total, label="importing", file=sys.stderr, show_pos=True) as bar:
+                    result = importer.import_path(store, path, conversation_id, progress=bar.update)
+            else:
+                result = importer.import_path(store, path, conversation_id)
+        except ConversationExists as e:
+            raise click.ClickException(f"{e}; import it under another id with --conversation ID") from None
+        v = store.conversation(result.conversation_id).view()
+    except BaseException:
+        store.close()
+        if fresh:  # a failed import into a new file leaves no file behind
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{Path(db).expanduser()}{suffix}").unlink(missing_ok=True)
+        raise
+    store.close()
+    if fmt == "json":
+        echo_json({**result.as_dict(), "view_events": len(v)})
+        return
+    cond = f" ({result.condensations} condensation{'s' if result.condensations != 1 else ''})" if result.condensations else ""
+    click.echo(f"imported {result.events:,} events{cond} from {path} ({FORMAT_NAMES[result.format]})")
+    click.echo(f"conversation {result.conversation_id}: the agent sees {len(v):,} events now")
+    for text in result.notes:
+        note(f"note: {text}")
+
+
+@click.command()
+@click.argument("db")
+@click.argument("conversation", metavar="CONV")
+@click.option("-f", "--format", "fmt", type=click.Choice(["jsonl", "openhands"]), default="jsonl", show_default=True,
+              help="jsonl: one event a line; openhands: an SDK conversation folder.")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Where to write (jsonl: a file, default stdout; openhands: a new folder, default ./CONV).")
+@click.option("--force", is_flag=True, help="jsonl: overwrite an existing file.")
+def export(db: str, conversation: str, fmt: str, output: Path | None, force: bool) -> None:
+    """Export conversation CONV.
+
+    The OpenHands folder is laid out and named as the SDK writes it; condensations made here
+    are written in the SDK's shape (forgotten_event_ids), so importing the folder again gives
+    the same events, ids and views.
+    """
+    from ..io import jsonl, sdk
+
+    store = open_store(db)
+    try:
+        conv = open_conversation(store, conversation)
+        if fmt == "openhands":
+            target = output or Path(conv.id)
+            result = sdk.export_folder(conv, target)
+            click.echo(f"exported {result.events:,} events to {target}{os.sep} (OpenHands SDK layout)")
+            for text in result.notes:
+                note(f"note: {text}")
+            return
+        if output is None or str(output) == "-":
+            jsonl.write_jsonl(conv, sys.stdout)
+            return
+        if output.exists() and not force:
+            raise click.ClickException(f"{output} already exists (use --force to overwrite it)")
+        partial = output.with_name(f".{output.name}.partial")
+        try:
+            with open(partial, "w", encoding="utf-8") as f:
+                n = jsonl.write_jsonl(conv, f)
+            os.replace(partial, output)
+        finally:
+            partial.unlink(missing_ok=True)
+        click.echo(f"exported {n:,} events to {output}")
+    finally:
+        store.close()

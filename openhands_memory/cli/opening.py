@@ -1,0 +1,92 @@
+"""Opening a database for a command: read-only for reading commands, the store for writing ones.
+
+Reading commands never create or change a file: a missing path is an error, not a new
+database, and they read through a ``mode=ro`` connection. Every opening judges the file first
+(not SQLite, someone else's tables, an old or unknown schema revision), with the library's
+messages.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+import click
+
+from ..errors import ConversationNotFound, NotOurDatabase
+
+if TYPE_CHECKING:
+    from ..store import Conversation, EventStore
+
+
+def judge(db: str, *, must_exist: bool = True) -> Path:
+    """The path of ``db`` once judged: ours, at the current revision (or absent, if allowed)."""
+    from ..database import check_revision, inspect_sqlite_file
+
+    path = Path(db).expanduser()
+    state = inspect_sqlite_file(path)
+    if not state.exists:
+        if must_exist:
+            raise click.ClickException(
+                f"{db}: no such database file (create one with `openhands-memory init {db}`)"
+            )
+        return path
+    if state.revision is None:
+        if must_exist:
+            raise NotOurDatabase(db, "it is empty")
+        return path
+    check_revision(db, state.revision)
+    return path
+
+
+def readonly_uri(path: Path) -> str:
+    """A ``mode=ro`` URI. A WAL file with no ``-wal`` beside it is opened immutable, so that
+    reading it does not leave ``-wal``/``-shm`` files behind."""
+    flags = "mode=ro"
+    with path.open("rb") as f:
+        header = f.read(20)
+    if header[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists():
+        flags += "&immutable=1"
+    return f"file:{quote(str(path.resolve()))}?{flags}"
+
+
+def open_readonly(db: str) -> sqlite3.Connection:
+    """A read-only connection to an openhands-memory database at the current schema."""
+    path = judge(db)
+    conn = sqlite3.connect(readonly_uri(path), uri=True)
+    conn.execute("PRAGMA query_only=ON")
+    return conn
+
+
+def open_store(db: str, *, create: bool = False) -> "EventStore":
+    """The library's store. Only ``create=True`` commands may make a new file."""
+    judge(db, must_exist=not create)
+    from ..store import EventStore
+
+    return EventStore(Path(db).expanduser(), create=create)
+
+
+def resolve(conn: sqlite3.Connection, conversation: str) -> str:
+    """The conversation id ``conversation`` names: itself, or the one id it is a prefix of."""
+    if conn.execute("SELECT 1 FROM conversation WHERE id = ?", (conversation,)).fetchone():
+        return conversation
+    pattern = conversation.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    found = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM conversation WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6", (pattern,)
+        )
+        if r[0].startswith(conversation)  # LIKE ignores case; ids do not
+    ]
+    if len(found) == 1 and conversation:
+        return found[0]
+    if len(found) > 1:
+        shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+        raise click.ClickException(f"{conversation!r} names more than one conversation: {shown}")
+    raise ConversationNotFound(conversation)
+
+
+def conversation(store: "EventStore", name: str) -> "Conversation":
+    return store.conversation(resolve(store.db, name))

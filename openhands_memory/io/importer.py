@@ -1,0 +1,124 @@
+"""Importing a path as one new conversation: find out what it holds, then write it atomically.
+
+Accepted:
+
+* an OpenHands SDK conversation folder (``events/event-NNNNN-<id>.json``, optional
+  ``base_state.json``), or its ``events`` folder;
+* a legacy OpenHands trajectory: a JSON list of V0 events (or an object whose ``history`` or
+  ``trajectory`` key holds that list);
+* JSON Lines of event dicts (ours or the SDK's), or a JSON list of them.
+
+The conversation id defaults to ``base_state.json``'s id, else the folder's or the file's
+name. Everything is written in one transaction: when any file or line is bad, the error names
+it and the database is left as it was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import jsonl, legacy, sdk
+from .common import ImportFailed, ImportResult, Progress, chunked, load_json, no_gc, write_conversation
+
+if TYPE_CHECKING:
+    from ..store import EventStore
+
+CHUNK = 2000
+_SNIFF = 1 << 16
+
+
+def _read_head(path: Path) -> str:
+    with open(path, "rb") as f:
+        return f.read(_SNIFF).decode("utf-8", errors="replace")
+
+
+def detect(path: Path) -> str:
+    """``openhands``, ``legacy``, ``jsonl`` or ``json`` (a list or object of event dicts)."""
+    if not path.exists():
+        raise ImportFailed(path, "no such file or folder")
+    if path.is_dir():
+        sdk.scan(path)  # raises, naming the folder, when it is not a conversation folder
+        return "openhands"
+    head = _read_head(path)
+    first = jsonl.first_char(head)
+    if not first:
+        raise ImportFailed(path, "the file is empty")
+    if first == "{" and jsonl.is_jsonl(head):
+        return "jsonl"
+    if first in "[{":
+        return "json"  # legacy or not is decided once the whole file is parsed
+    raise ImportFailed(
+        path, "not an OpenHands conversation folder, a legacy trajectory (JSON list) or JSON Lines"
+    )
+
+
+def count_events(path: Path) -> int | None:
+    """About how many events an import of ``path`` will write, when cheap to know (for a
+    progress bar): a folder's event files, a JSON Lines file's lines."""
+    if path.is_dir():
+        return len(sdk.scan(path).files)
+    if detect(path) != "jsonl":
+        return None
+    n, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (last != b"\n")
+
+
+def _json_items(value: Any, path: Path) -> tuple[str, list[Any]]:
+    """(format, items) of a whole-file JSON document."""
+    if isinstance(value, dict):
+        for key in ("history", "trajectory"):
+            if isinstance(value.get(key), list):
+                return _json_items(value[key], path)
+        if "kind" in value:
+            return "json", [value]
+        raise ImportFailed(path, "a JSON object here must be an event (with 'kind') or hold a 'history' list")
+    if not isinstance(value, list):
+        raise ImportFailed(path, f"expected a JSON list of events, got {type(value).__name__}")
+    if value and legacy.looks_legacy(value[0]):
+        return "legacy", value
+    return "json", value
+
+
+def import_path(
+    store: "EventStore",
+    path: str | Path,
+    conversation_id: str | None = None,
+    *,
+    progress: Progress | None = None,
+    chunk: int = CHUNK,
+) -> ImportResult:
+    """Import ``path`` into ``store`` as a new conversation; see the module's docstring."""
+    with no_gc():
+        return _import(store, Path(path), conversation_id, progress, chunk)
+
+
+def _import(
+    store: "EventStore", path: Path, conversation_id: str | None, progress: Progress | None, chunk: int
+) -> ImportResult:
+    if path.is_dir():
+        folder = sdk.scan(path)
+        cid = conversation_id or folder.conversation_id
+        result = ImportResult(cid, "openhands", str(path))
+        return write_conversation(store, cid, folder.metadata, sdk.batches(folder, chunk), result, progress)
+    kind = detect(path)
+    cid = conversation_id or path.stem
+    meta: dict[str, Any] = {"imported_from": {"format": kind, "path": str(path.resolve())}}
+    if kind == "jsonl":
+        result = ImportResult(cid, "jsonl", str(path))
+        return write_conversation(store, cid, meta, chunked(jsonl.iter_jsonl(path), chunk), result, progress)
+    value = load_json(path.read_bytes(), path)
+    fmt, items = _json_items(value, path)
+    meta["imported_from"]["format"] = fmt
+    result = ImportResult(cid, fmt, str(path))
+    if fmt == "legacy":
+        events = legacy.convert(items, str(path))
+        located = [(e, f"{path} (legacy id {e.id})") for e in events]
+        result.notes.append("legacy events were mapped onto this library's kinds (see openhands_memory.io.legacy)")
+    else:
+        located = jsonl.events_of_value(items, str(path))
+    return write_conversation(store, cid, meta, chunked(located, chunk), result, progress)

@@ -1,0 +1,90 @@
+"""Event dicts in files: JSON Lines (one event a line), a JSON list, or a single JSON object.
+
+The dicts are this library's / the SDK's event JSON (``{"kind": "MessageEvent", …}``). A
+Condensation may carry ``forgotten_ranges`` (ids in the conversation it was exported from):
+imported into a new conversation, events keep their ids, so the ranges stay right.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Iterator
+
+from ..events import Event
+from .common import ImportFailed, load_json, parse_event_dict, parse_event_json
+
+if TYPE_CHECKING:
+    from ..store import Conversation
+
+
+def first_char(text: str) -> str:
+    stripped = text.lstrip("\ufeff \t\r\n")
+    return stripped[:1]
+
+
+def is_jsonl(text_head: str) -> bool:
+    """Whether a text that opens with ``{`` is JSON Lines: its first line alone is a complete
+    event object (a one-line ``{"history": [...]}`` document is not)."""
+    line = text_head.lstrip("\ufeff \t\r\n").split("\n", 1)[0]
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and "kind" in value
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[Event, str, str]]:
+    """Each non-blank line's event, with ``path:line`` for errors and the line's text; streamed."""
+    label = str(path)
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            where = f"{label}:{number}"
+            yield parse_event_json(line, where), where, line.decode()
+
+
+def events_of_value(value: Any, where: str) -> list[tuple[Event, str]]:
+    """The events a parsed JSON value holds: one event object, or a list of them."""
+    if isinstance(value, dict):
+        return [(parse_event_dict(value, where), where)]
+    if isinstance(value, list):
+        out = []
+        for i, item in enumerate(value):
+            at = f"{where}[{i}]"
+            out.append((parse_event_dict(item, at), at))
+        return out
+    raise ImportFailed(where, f"expected an event object or a list of events, got {type(value).__name__}")
+
+
+def parse_text(text: str, where: str) -> list[tuple[Event, str]]:
+    """Events from text holding a JSON object, a JSON list, or JSON Lines."""
+    head = first_char(text)
+    if not head:
+        raise ImportFailed(where, "no events in it (it is empty)")
+    if head == "[" or (head == "{" and not is_jsonl(text)):
+        return events_of_value(load_json(text, where), where)
+    if head != "{":
+        raise ImportFailed(where, "not JSON: expected an event object, a list of events, or JSON Lines")
+    out = []
+    for number, line in enumerate(text.lstrip("\ufeff").splitlines(), 1):
+        if line.strip():
+            at = f"{where}:{number}"
+            out.append((parse_event_json(line, at), at))
+    return out
+
+
+def write_jsonl(conversation: "Conversation", out: IO[str]) -> int:
+    """Every event's JSON as stored, one a line, oldest first. Returns the count."""
+    from .sdk import event_rows
+
+    n = 0
+    for _seq, _uid, _kind, payload in event_rows(conversation):
+        out.write(payload)
+        out.write("\n")
+        n += 1
+    return n

@@ -1,0 +1,277 @@
+"""The OpenHands SDK's conversation folder, read and written.
+
+    <conversation folder>/
+      base_state.json                 the conversation's state (we need only its "id")
+      events/
+        event-00000-<event id>.json   one event per file, in the SDK's JSON shape
+        event-00001-<event id>.json
+        .eventlog-len-<N>.marker      bookkeeping files, ignored on import
+
+Import keeps the SDK's event ids as external ids (``Event.id``; the store's ``uid``) and
+gives each event the id in its file name (the SDK's log index), so ids are 0, 1, 2, … as the
+store wants. A folder whose indexes have a gap or a repeat is refused, naming the files: the
+SDK itself would silently stop reading at a gap.
+
+Export writes the same layout. Our own Condensations forget id *ranges*; the SDK knows only
+``forgotten_event_ids``, so each recorded range becomes the external ids of every event in
+it, the ``forgotten_ranges`` key is dropped and ``llm_response_id`` (required by the SDK) is
+set. Importing the folder again therefore records the very same ranges. Imported SDK
+Condensations are written back byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from .. import ranges
+from ..events import Event
+from .common import ImportFailed, load_json, parse_event_json
+
+if TYPE_CHECKING:
+    from ..store import Conversation
+
+EVENTS_DIR = "events"
+BASE_STATE = "base_state.json"
+FILE_NAME = "event-{index:05d}-{id}.json"
+# The SDK accepts only hex-and-dash ids in file names; we read any id, and say when we
+# write one the SDK will not find.
+_SDK_NAME = re.compile(r"^event-(?P<index>\d{5,})-(?P<id>[0-9a-fA-F\-]{8,})\.json$")
+# Kinds this library knows that the SDK does not (legacy imports).
+NON_SDK_KINDS = frozenset({"RecallAction", "RecallObservation", "AgentStateChangedEvent", "NullEvent"})
+
+
+@dataclass
+class SdkFolder:
+    root: Path
+    events_dir: Path
+    files: list[str]  # file names, in index order (index i at position i)
+    base_state: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def conversation_id(self) -> str:
+        """``base_state.json``'s id, else the folder's name."""
+        if self.base_state is not None:
+            cid = self.base_state.get("id")
+            if isinstance(cid, str) and cid:
+                return cid
+        return self.root.name
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"imported_from": {"format": "openhands", "path": str(self.root.resolve())}}
+        if self.base_state is not None:
+            meta["openhands"] = {"base_state": self.base_state}
+        return meta
+
+
+def is_event_dir(path: Path) -> bool:
+    try:
+        return any(n.startswith("event-") and n.endswith(".json") for n in os.listdir(path))
+    except OSError:
+        return False
+
+
+def scan(path: Path) -> SdkFolder:
+    """Judge a folder from its file names (and base_state.json) without reading any event."""
+    if (path / EVENTS_DIR).is_dir():
+        root, events_dir = path, path / EVENTS_DIR
+    elif is_event_dir(path):  # pointed at the events folder itself
+        root, events_dir = path.parent, path
+    else:
+        raise ImportFailed(
+            path,
+            "not an OpenHands conversation folder: it has no events/ folder holding "
+            "event-NNNNN-<id>.json files",
+        )
+    indexed: list[tuple[int, str]] = []
+    for name in os.listdir(events_dir):
+        if not (name.startswith("event-") and name.endswith(".json")):
+            continue  # .eventlog.lock, .eventlog-len-N.marker, editor leftovers
+        dash = name.find("-", 6)
+        digits = name[6:dash]
+        if dash < 11 or not digits.isdigit() or dash + 1 >= len(name) - 5:
+            raise ImportFailed(events_dir / name, "not an event file name the SDK writes (event-NNNNN-<id>.json)")
+        indexed.append((int(digits), name))
+    indexed.sort()
+    if [i for i, _ in indexed] != list(range(len(indexed))):  # a gap or a repeat: say where
+        for position, (index, name) in enumerate(indexed):
+            if index == position:
+                continue
+            if index < position:  # the same index twice
+                raise ImportFailed(events_dir / name, f"index {index:05d} is also used by {indexed[position - 1][1]}")
+            after = f"after {indexed[position - 1][1]}" if position else "at the start"
+            raise ImportFailed(events_dir, f"event file {position:05d} is missing ({after}); the log has a gap")
+    folder = SdkFolder(root, events_dir, [name for _, name in indexed])
+    state_path = root / BASE_STATE
+    if state_path.is_file():
+        state = load_json(state_path.read_bytes(), state_path)
+        if not isinstance(state, dict):
+            raise ImportFailed(state_path, f"must be a JSON object, got {type(state).__name__}")
+        folder.base_state = state
+    return folder
+
+
+def _read_files(paths: list[str]) -> list[bytes | OSError]:
+    """Each file's bytes (or the error reading it). Plain system calls: for a small file
+    Python's buffered reader costs more than the read."""
+    out: list[bytes | OSError] = []
+    size = 1 << 14
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                data = os.read(fd, size)
+                if len(data) == size:  # a big event: read the rest
+                    parts = [data]
+                    while chunk := os.read(fd, 1 << 20):
+                        parts.append(chunk)
+                    data = b"".join(parts)
+            finally:
+                os.close(fd)
+            out.append(data)
+        except OSError as e:
+            out.append(e)
+    return out
+
+
+def _parse(path: str, name: str, data: bytes | OSError) -> tuple[Event, str, str | None]:
+    if isinstance(data, OSError):
+        raise ImportFailed(path, f"cannot read it: {data.strerror}")
+    event = parse_event_json(data, path)
+    file_id = name[name.index("-", 6) + 1 : -5]  # event-NNNNN-<id>.json
+    if event.id != file_id:
+        raise ImportFailed(path, f"the file name says event id {file_id!r} but the file holds {event.id!r}")
+    # The SDK writes compact JSON, kept as the payload; a reformatted file is serialized anew.
+    return event, path, data.decode() if b"\n" not in data else None
+
+
+def batches(folder: SdkFolder, size: int) -> Iterator[list[tuple[Event, str, str | None]]]:
+    """The events, ``size`` files at a time, in index order: (event, path, file text)."""
+    base = str(folder.events_dir)
+    for start in range(0, len(folder.files), size):
+        names = folder.files[start : start + size]
+        paths = [os.path.join(base, n) for n in names]
+        yield [_parse(p, n, d) for p, n, d in zip(paths, names, _read_files(paths))]
+
+
+# --- export ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ExportResult:
+    path: str
+    events: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "events": self.events, "notes": self.notes}
+
+
+def _forgotten_runs(conversation: "Conversation") -> dict[int, list[ranges.Run]]:
+    out: dict[int, list[ranges.Run]] = {}
+    with conversation.store.reading() as db:
+        for cond, start, end in db.execute(
+            "SELECT condensation_id, start_id, end_id FROM forgotten_range "
+            "WHERE conversation_id = ? ORDER BY condensation_id, start_id",
+            (conversation.id,),
+        ):
+            out.setdefault(cond, []).append((start, end))
+    return out
+
+
+def event_rows(conversation: "Conversation", page: int = 2000) -> Iterator[tuple[int, str, str, str]]:
+    """(id, uid, kind, payload) of every event, oldest first, a page per short read."""
+    cursor = 0
+    while True:
+        with conversation.store.reading() as db:
+            rows = db.execute(
+                "SELECT id, uid, kind, payload FROM event WHERE conversation_id = ? AND id >= ? "
+                "ORDER BY id LIMIT ?",
+                (conversation.id, cursor, page),
+            ).fetchall()
+        yield from rows
+        if len(rows) < page:
+            return
+        cursor = rows[-1][0] + 1
+
+
+def sdk_condensation(payload: str, seq: int, runs: list[ranges.Run], uids: list[str]) -> str:
+    """A stored Condensation's JSON as the SDK writes it (see the module's docstring)."""
+    data = json.loads(payload)
+    if "forgotten_ranges" not in data and data.get("llm_response_id"):
+        return payload  # already in the SDK's shape (imported from a folder): keep its bytes
+    data.pop("forgotten_ranges", None)
+    ids = list(data.get("forgotten_event_ids") or [])
+    known = set(ids)
+    for s, e in ranges.merge(runs):
+        for i in range(s, e + 1):
+            if uids[i] not in known:
+                ids.append(uids[i])
+                known.add(uids[i])
+    data["forgotten_event_ids"] = ids
+    if not data.get("llm_response_id"):
+        data["llm_response_id"] = f"openhands-memory-condensation-{seq}"
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
+    """Write ``conversation`` as an SDK conversation folder at ``target`` (new or empty).
+
+    The folder is assembled beside ``target`` and renamed into place at the end, so a
+    failure never leaves half a conversation behind.
+    """
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ImportFailed(target, "already exists and is not an empty folder; choose a new one")
+    parent = target.resolve().parent
+    if not parent.is_dir():
+        raise ImportFailed(target, f"folder {parent} does not exist")
+    result = ExportResult(str(target))
+    runs_of = _forgotten_runs(conversation)
+    work = parent / f".{target.name}.export-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)  # left by an earlier run of this process id
+    work.mkdir()
+    try:
+        events_dir = work / EVENTS_DIR
+        events_dir.mkdir()
+        uids: list[str] = []
+        foreign_kinds: set[str] = set()
+        odd_names = 0
+        for seq, uid, kind, payload in event_rows(conversation):
+            uids.append(uid)
+            if kind == "Condensation":
+                payload = sdk_condensation(payload, seq, runs_of.get(seq, []), uids)
+            if kind in NON_SDK_KINDS:
+                foreign_kinds.add(kind)
+            name = FILE_NAME.format(index=seq, id=uid)
+            if _SDK_NAME.match(name) is None:
+                odd_names += 1
+            with open(events_dir / name, "w", encoding="utf-8") as f:
+                f.write(payload)
+        (events_dir / f".eventlog-len-{len(uids)}.marker").touch()
+        state = dict((conversation.metadata.get("openhands") or {}).get("base_state") or {})
+        state["id"] = conversation.id
+        (work / BASE_STATE).write_text(json.dumps(state, ensure_ascii=False, separators=(",", ":")))
+        if target.exists():
+            target.rmdir()
+        os.replace(work, target)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    result.events = len(uids)
+    if foreign_kinds:
+        result.notes.append(
+            f"kinds the OpenHands SDK does not know were written as they are: {', '.join(sorted(foreign_kinds))}"
+        )
+    if odd_names:
+        result.notes.append(
+            f"{odd_names} event id(s) are not hex UUIDs: the SDK skips such files "
+            "(openhands-memory imports them)"
+        )
+    return result
