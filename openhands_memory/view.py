@@ -11,6 +11,7 @@ Semantics (see docs/architecture.md):
 
 from __future__ import annotations
 
+import bisect
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
@@ -232,21 +233,25 @@ class Boundary:
     """What a clean view's end looks like, so that new events can be folded in on their own.
 
     When the view had nothing dropped and the new events share no tool call id or response
-    id with it and do not continue a thinking loop it ends with, no property can relate an
-    old event to a new one: enforcing the whole list equals the old view plus the enforced
-    new events. Anything else falls back to enforcing the whole list.
+    id with it, the only way a property can relate old events to new ones is a thinking tool
+    loop that the history ends in and the new events continue. Then enforcing the whole list
+    equals the old view plus the new events enforced together with that open loop (or alone,
+    when they do not continue it). Anything else falls back to enforcing the whole list.
     """
 
     call_ids: set[str]
     response_ids: set[str]
-    open_loop: bool  # the history ends inside a thinking tool loop
+    loop_start: int | None  # the id of the thinking action whose loop the history ends in
+    loop_from: int | None  # that action's position in the view
 
     @classmethod
     def of(cls, view: View, facts: list[RowFacts]) -> "Boundary | None":
         if view.dropped:
             return None
-        b = cls(set(), set(), _ends_in_loop(facts))
+        b = cls(set(), set(), None, None)
         b.add(view.events)
+        if not b.track_loop(view, _open_loop_start(facts)):
+            return None
         return b
 
     def add(self, events: Sequence[Event]) -> None:
@@ -257,9 +262,20 @@ class Boundary:
             elif isinstance(e, ObservationBase):
                 self.call_ids.add(e.tool_call_id)
 
-    def admits(self, events: Sequence[Event], facts: Sequence[RowFacts]) -> bool:
-        if self.open_loop and facts and facts[0].is_tool and not facts[0].starts_loop:
-            return False
+    def track_loop(self, view: View, start: int | None) -> bool:
+        """Follow the open loop starting at event ``start``; False if the view lacks it."""
+        if start == self.loop_start and (start is None or self.loop_from is not None):
+            return True
+        self.loop_start, self.loop_from = start, None
+        if start is None:
+            return True
+        for pos in range(len(view.events) - 1, -1, -1):
+            if view.events[pos].seq == start:
+                self.loop_from = pos
+                return True
+        return False
+
+    def admits(self, events: Sequence[Event]) -> bool:
         for e in events:
             if isinstance(e, ActionEvent):
                 if e.tool_call_id in self.call_ids or e.llm_response_id in self.response_ids:
@@ -268,15 +284,18 @@ class Boundary:
                 return False
         return True
 
+    def continued_by(self, facts: Sequence[RowFacts]) -> bool:
+        return self.loop_start is not None and facts[0].is_tool and not facts[0].starts_loop
 
-def _ends_in_loop(facts: Sequence[RowFacts], before: bool = False) -> bool:
-    """Whether a history ending with ``facts`` ends inside a thinking tool loop; ``before``
-    says whether the history before them did (it matters if they are all plain tool events)."""
+
+def _open_loop_start(facts: Sequence[RowFacts], before: int | None = None) -> int | None:
+    """The first id of the thinking tool loop a history ending with ``facts`` ends in, if
+    any; ``before`` is the answer for the history before them (used if all are tool events)."""
     for f in reversed(facts):
         if not f.is_tool:
-            return False
+            return None
         if f.starts_loop:
-            return True
+            return f.seq
     return before
 
 
@@ -315,17 +334,28 @@ class ViewCache:
         return self.view
 
     def _extended(self, old: View) -> View | None:
-        """``old`` plus the new events, if they cannot interact with it; else None."""
+        """``old`` plus the new events, if they cannot interact with it (see Boundary)."""
         b, data = self.boundary, self.data
         assert data is not None
-        if b is None or not b.admits(self.new_events, self.new_facts):
+        if b is None or not b.admits(self.new_events):
             return None
         summary = data.summary
         if summary is not None and summary.offset > len(old.events) - 1:
             return None  # the summary was clamped to the end: new events move past it
-        spans = loop_spans(self.new_facts)
-        kept, dropped = enforce(self.new_events, TailHistory(data.batch_sizes, spans))
-        _warn(dropped)
+        if b.continued_by(self.new_facts):
+            # Enforce the open loop's events in the view together with the new ones.
+            assert b.loop_start is not None and b.loop_from is not None
+            first = bisect.bisect_left(data.facts, b.loop_start, key=lambda f: f.seq)
+            window = old.events[b.loop_from :] + self.new_events
+            history = TailHistory(data.batch_sizes, loop_spans(data.facts[first:]))
+            kept, dropped = enforce(window, history)
+            if dropped:
+                return None  # the loop is broken: only a full enforcement is right
+            kept = self.new_events
+        else:
+            history = TailHistory(data.batch_sizes, loop_spans(self.new_facts))
+            kept, dropped = enforce(self.new_events, history)
+            _warn(dropped)
         view = View(
             old.events + kept,
             data.unhandled_request,
@@ -337,8 +367,7 @@ class ViewCache:
             _base=old,
         )
         b.add(self.new_events)
-        b.open_loop = _ends_in_loop(self.new_facts, before=b.open_loop)
-        if dropped:
+        if dropped or not b.track_loop(view, _open_loop_start(self.new_facts, before=b.loop_start)):
             self.boundary = None
         return view
 
