@@ -116,7 +116,7 @@ class Event(BaseModel):
         return self.__pydantic_private__.get("_seq")  # type: ignore[union-attr]
 
     def with_seq(self, seq: int) -> "Event":
-        self._seq = seq
+        self.__pydantic_private__["_seq"] = seq  # type: ignore[index]  (skips __setattr__)
         return self
 
     def to_json_dict(self) -> dict[str, Any]:

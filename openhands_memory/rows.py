@@ -17,16 +17,19 @@ from .events import EVENT_CLASSES, Condensation, CondensationNote, Event
 
 def event_row(conversation_id: str, seq: int, event: Event) -> tuple[Any, ...]:
     """Values in ``EVENT_COLUMNS`` order."""
+    # Field values live in __dict__; reading them there skips pydantic's __getattr__, which
+    # raises (slowly) for the kinds that lack a field.
+    fields = event.__dict__
     return (
         conversation_id,
         seq,
-        event.kind,  # type: ignore[attr-defined]
+        fields["kind"],
         event.source,
         event.timestamp,
         event.id,
-        getattr(event, "tool_call_id", None),
-        getattr(event, "tool_name", None),
-        getattr(event, "llm_response_id", None),
+        fields.get("tool_call_id"),
+        fields.get("tool_name"),
+        fields.get("llm_response_id"),
         event.has_thinking,
         type(event).llm_visible,
         None,

@@ -42,7 +42,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('event', schema=None) as batch_op:
         batch_op.create_index('ix_event_request', ['conversation_id', 'id'], unique=False, sqlite_where=sa.text("kind = 'CondensationRequest'"), postgresql_where=sa.text("kind = 'CondensationRequest'"))
-        batch_op.create_index('ix_event_response', ['conversation_id', 'llm_response_id'], unique=False, sqlite_where=sa.text("kind = 'ActionEvent'"), postgresql_where=sa.text("kind = 'ActionEvent'"))
+        batch_op.create_index('ix_event_response', ['llm_response_id'], unique=False, sqlite_where=sa.text("kind = 'ActionEvent'"), postgresql_where=sa.text("kind = 'ActionEvent'"))
         batch_op.create_index('ux_event_uid', ['conversation_id', 'uid'], unique=True)
 
     op.create_table('condensation',
