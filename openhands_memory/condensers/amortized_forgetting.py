@@ -17,9 +17,6 @@ from .base import Reason, RollingCondenser, forgotten_runs
 class AmortizedForgettingCondenser(RollingCondenser):
     type = "amortized"
 
-    max_size: int = 100
-    keep_first: int = 1
-
     def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
         start, end = self.cut(view, reasons)
         return Condensation(forgotten_ranges=forgotten_runs(view, range(start, end)))

@@ -63,10 +63,6 @@ def parse_ranking(reply: LLMReply) -> list[int]:
 class LLMAttentionCondenser(LLMCondenser):
     type = "llm_attention"
 
-    max_size: int = 100
-    keep_first: int = 1
-    hard_fallback: str = "offline"
-
     purpose: ClassVar[str] = "attention"
 
     def ranking(self, view: View) -> list[int]:

@@ -115,6 +115,8 @@ class LLMCondenser(RollingCondenser):
 class SummarizingCondenser(LLMCondenser):
     """Forget the middle and put a summary of it (and of the previous summary) in its place."""
 
+    minimum_progress: float = 0.1
+
     summary_slot: ClassVar[int] = 1
 
     def previous_summary(self, view: View) -> str | None:

@@ -49,10 +49,6 @@ def prompt_messages(events: list[Event], previous: str | None, max_event_length:
 class LLMSummarizingCondenser(SummarizingCondenser):
     type = "llm"
 
-    max_size: int = 100
-    keep_first: int = 1
-    minimum_progress: float = 0.1
-
     def summarize_with_model(self, events: list[Event], previous: str | None) -> str:
         config = self.llm_config
         assert config is not None

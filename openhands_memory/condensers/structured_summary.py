@@ -112,10 +112,6 @@ def parse_state(reply: LLMReply) -> StateSummary:
 class StructuredSummaryCondenser(SummarizingCondenser):
     type = "structured"
 
-    max_size: int = 100
-    keep_first: int = 1
-    minimum_progress: float = 0.1
-
     purpose = "structured_summary"
 
     def summarize_with_model(self, events: list[Event], previous: str | None) -> str:
