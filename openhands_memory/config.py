@@ -8,7 +8,8 @@
 
     [[condenser.condensers]]
     type = "llm"
-    llm_config = "summarizer"      # resolves [llm.summarizer]; an inline table works too
+    llm_config = "summarizer"      # resolves [llm.summarizer]; an inline table works too;
+                                   # "env" reads OPENHANDS_MEMORY_LLM_MODEL / _API_BASE / _API_KEY
     keep_first = 4
     max_size = 120
 
@@ -60,6 +61,14 @@ def _accepts(annotation: Any, value: Any) -> bool:
 
 
 def _llm(value: Any, where: str, llms: Mapping[str, Any]) -> LLMConfig:
+    if value == "env" and "env" not in llms:
+        config = LLMConfig.from_env()
+        if config is None:
+            raise ConfigError(
+                f'{where}.llm_config = "env" but no model is set in the environment '
+                "(OPENHANDS_MEMORY_LLM_MODEL or LLM_MODEL)"
+            )
+        return config
     if isinstance(value, str):
         if value not in llms:
             known = ", ".join(sorted(llms)) or "none"

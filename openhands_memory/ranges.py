@@ -48,6 +48,3 @@ def complement(hidden: Iterable[Run], upto: int) -> list[Run]:
 def count(runs: Iterable[Run]) -> int:
     return sum(e - s + 1 for s, e in runs)
 
-
-def contains(runs: Iterable[Run], i: int) -> bool:
-    return any(s <= i <= e for s, e in runs)

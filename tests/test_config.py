@@ -365,3 +365,18 @@ def test_named_llm_sections_inherit_the_base_llm_section(tmp_path):
 
     llm = load_condenser(path).llm_config
     assert (llm.model, llm.api_key, llm.temperature) == ("gpt-4o-mini", "sk-base", 0.0)
+
+
+def test_llm_config_env_reads_the_environment(tmp_path, monkeypatch):
+    from openhands_memory.config import condenser_from_toml
+    from openhands_memory.errors import ConfigError
+
+    section = {"condenser": {"type": "llm", "llm_config": "env"}}
+    monkeypatch.delenv("OPENHANDS_MEMORY_LLM_MODEL", raising=False)
+    monkeypatch.delenv("LLM_MODEL", raising=False)
+    with pytest.raises(ConfigError, match="condenser.llm_config"):
+        condenser_from_toml(section)
+    monkeypatch.setenv("OPENHANDS_MEMORY_LLM_MODEL", "openai/test-model")
+    monkeypatch.setenv("OPENHANDS_MEMORY_LLM_API_BASE", "http://127.0.0.1:9/v1")
+    llm = condenser_from_toml(section).llm_config
+    assert (llm.model, llm.api_base) == ("openai/test-model", "http://127.0.0.1:9/v1")

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..events import ActionEvent, Event, ObservationBase
-
 
 class History(Protocol):
     """What enforcement needs to know about all events, not only the visible ones."""
@@ -23,14 +21,3 @@ class History(Protocol):
         """The [first, last] ids of the thinking tool loop holding event ``seq``, if any."""
         ...
 
-
-def is_action(e: Event) -> bool:
-    return isinstance(e, ActionEvent)
-
-
-def is_observation(e: Event) -> bool:
-    return isinstance(e, ObservationBase)
-
-
-def is_tool_event(e: Event) -> bool:
-    return isinstance(e, (ActionEvent, ObservationBase))
