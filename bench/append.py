@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.report import table  # noqa: E402
 from bench.workload import coding_events  # noqa: E402
 from openhands_memory.store import EventStore  # noqa: E402
 
@@ -102,17 +103,6 @@ def encode_cost(events: list) -> float:
     for i, e in enumerate(events):
         rows.event_row("c", i, e)
     return 1e6 * (time.perf_counter() - t0) / len(events)
-
-
-def row(cells: list[str], widths: list[int]) -> str:
-    return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [row(header, widths), "  ".join("-" * w for w in widths)]
-    lines += [row(r, widths) for r in rows]
-    return "\n".join(lines)
 
 
 def main() -> int:

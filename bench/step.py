@@ -34,6 +34,7 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.report import table  # noqa: E402
 from bench.view import CONVERSATION, build, db_path, step_events, trim  # noqa: E402
 from openhands_memory.condensers import AmortizedForgettingCondenser  # noqa: E402
 from openhands_memory.store import EventStore  # noqa: E402
@@ -158,12 +159,6 @@ def run(path: Path, tokenizer: str, steps: int, warmup: int, profiler=None) -> d
         "condensations": conds,
         "tokens": tokens,
     }
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
-    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *map(fmt, rows)])
 
 
 def main() -> int:
