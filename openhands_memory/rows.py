@@ -10,7 +10,7 @@ import json
 import sqlite3
 from typing import Any, Iterable, Sequence
 
-from . import ranges
+from . import hidden, ranges
 from .errors import MalformedEvent
 from .events import EVENT_CLASSES, Condensation, CondensationNote, Event
 
@@ -56,7 +56,7 @@ INSERT_EVENT = (
 )
 INSERT_CONDENSATION = (
     "INSERT INTO condensation (conversation_id, id, summary, summary_offset, strategy, reason, "
-    "config, tokens_before, tokens_after, hidden) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "config, tokens_before, tokens_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 INSERT_RANGE = (
     "INSERT INTO forgotten_range (conversation_id, condensation_id, start_id, end_id) "
@@ -99,18 +99,9 @@ def _seqs_of(db: sqlite3.Connection, conversation_id: str, seq: int, uids: Seque
     return found
 
 
-def hidden_before(db: sqlite3.Connection, conversation_id: str, seq: int) -> list[ranges.Run]:
-    """Every id hidden by the condensations stored before ``seq``."""
-    row = db.execute(
-        "SELECT hidden FROM condensation WHERE conversation_id = ? AND id < ? "
-        "ORDER BY id DESC LIMIT 1",
-        (conversation_id, seq),
-    ).fetchone()
-    return [(s, e) for s, e in json.loads(row[0])] if row else []
-
-
 def record_condensation(db: sqlite3.Connection, conversation_id: str, seq: int, cond: Condensation) -> None:
-    """Write the condensation row and its forgotten ranges for a Condensation stored at ``seq``.
+    """Write the condensation row, its forgotten ranges and the hidden runs it changes, for a
+    Condensation stored at ``seq``.
 
     External ids that name no stored event (such as the SDK's ``<id>-summary``) are ignored,
     as the SDK ignores them.
@@ -119,7 +110,6 @@ def record_condensation(db: sqlite3.Connection, conversation_id: str, seq: int, 
     if cond.forgotten_event_ids:
         runs += ranges.runs_of(_seqs_of(db, conversation_id, seq, cond.forgotten_event_ids))
     runs = ranges.merge(runs)
-    hidden = ranges.merge(hidden_before(db, conversation_id, seq), runs)
     note = cond.note or CondensationNote()
     db.execute(
         INSERT_CONDENSATION,
@@ -133,10 +123,10 @@ def record_condensation(db: sqlite3.Connection, conversation_id: str, seq: int, 
             json.dumps(note.config) if note.config is not None else None,
             note.tokens_before,
             note.tokens_after,
-            json.dumps([list(r) for r in hidden]),
         ),
     )
     db.executemany(INSERT_RANGE, [(conversation_id, seq, s, e) for s, e in runs])
+    hidden.apply(db, conversation_id, seq, runs)
 
 
 def latest_condensation_id(db: sqlite3.Connection, conversation_id: str) -> int | None:

@@ -22,6 +22,15 @@ class ConversationRow(SQLModel, table=True):
     )
 
 
+# The kinds a tool loop is made of (``history.TOOL_KINDS``; a test keeps them equal). A row
+# that is not one of them, or a thinking action, ends or starts a loop: the view seeks the
+# nearest such row before each visible interval in the partial index ix_event_loop_edge.
+LOOP_TOOL_KINDS = ("ActionEvent", "AgentErrorEvent", "ObservationEvent", "UserRejectObservation")
+LOOP_EDGE_WHERE = (
+    f"kind NOT IN ({', '.join(repr(k) for k in LOOP_TOOL_KINDS)}) OR has_thinking"
+)
+
+
 class EventRow(SQLModel, table=True):
     """One event. ``id`` is the per-conversation sequence number 0, 1, 2, ... with no gaps."""
 
@@ -38,6 +47,13 @@ class EventRow(SQLModel, table=True):
             "llm_response_id",
             sqlite_where=text("kind = 'ActionEvent'"),
             postgresql_where=text("kind = 'ActionEvent'"),
+        ),
+        Index(
+            "ix_event_loop_edge",
+            "conversation_id",
+            "id",
+            sqlite_where=text(LOOP_EDGE_WHERE),
+            postgresql_where=text(LOOP_EDGE_WHERE),
         ),
         # Finding the newest request is a seek, not a scan.
         Index(
@@ -91,9 +107,6 @@ class CondensationRow(SQLModel, table=True):
     config: Optional[dict[str, Any]] = Field(default=None, sa_column=Column(JSON))
     tokens_before: Optional[int] = None
     tokens_after: Optional[int] = None
-    # Every id hidden by this and all earlier condensations, as sorted disjoint [start, end]
-    # runs. The view reads this one row instead of merging every range ever written.
-    hidden: list[list[int]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
 
 
 class ForgottenRangeRow(SQLModel, table=True):
@@ -114,11 +127,43 @@ class ForgottenRangeRow(SQLModel, table=True):
     end_id: int
 
 
+class HiddenRunRow(SQLModel, table=True):
+    """A run of ids hidden from the model, canonical and temporal (revision 0003).
+
+    Written by condensation ``from_id``; ``until_id`` is the condensation that merged it into
+    a larger run, NULL while it is live. See ``hidden.py``.
+    """
+
+    __tablename__ = "hidden_run"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["conversation_id", "from_id"],
+            ["condensation.conversation_id", "condensation.id"],
+            ondelete="CASCADE",
+        ),
+        # The view reads the live runs: one range of this index, whatever the history.
+        Index(
+            "ix_hidden_run_live",
+            "conversation_id",
+            "start_id",
+            sqlite_where=text("until_id IS NULL"),
+            postgresql_where=text("until_id IS NULL"),
+        ),
+    )
+
+    conversation_id: str = Field(primary_key=True)
+    from_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    start_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    end_id: int
+    until_id: Optional[int] = None
+
+
 metadata = SQLModel.metadata
 event_table = EventRow.__table__
 conversation_table = ConversationRow.__table__
 condensation_table = CondensationRow.__table__
 forgotten_range_table = ForgottenRangeRow.__table__
+hidden_run_table = HiddenRunRow.__table__
 
 
 class LLMCallRow(SQLModel, table=True):

@@ -114,22 +114,26 @@ def _ensure_counter(conversation: "Conversation", counter: TokenCounter) -> None
         )
 
 
-_SUM = (
-    "SELECT COALESCE(SUM(token_count), 0) FROM event "
-    "WHERE conversation_id = ? AND llm_visible AND id BETWEEN ? AND ?"
-)
-_COUNTS = (
-    "SELECT id, token_count FROM event "
-    "WHERE conversation_id = ? AND llm_visible AND id BETWEEN ? AND ?"
-)
-_MISSING = (
-    "SELECT id FROM event WHERE conversation_id = ? AND llm_visible AND token_count IS NULL "
-    "AND id BETWEEN ? AND ?"
-)
+def _over_intervals(db, cid: str, intervals: list[tuple[int, int]], select: str, where: str = ""):
+    """Rows of ``select`` over the LLM-visible events of ``intervals``: one statement per few
+    thousand intervals (``view_query.intervals_cte``), whatever the history."""
+    from .view_query import chunks, intervals_cte
+
+    for part in chunks(intervals):
+        cte, params = intervals_cte(part)
+        yield from db.execute(
+            f"{cte}SELECT {select} FROM iv CROSS JOIN event ev ON ev.conversation_id = ? "
+            f"AND ev.id BETWEEN iv.s AND iv.e WHERE ev.llm_visible{where}",
+            (*params, cid),
+        )
 
 
 class RowTokens:
-    """Token totals of a conversation's views, from counts cached in the event rows."""
+    """Token totals of a conversation's views, from counts cached in the event rows.
+
+    A total costs one read of the visible rows' counts (one statement, whatever the history)
+    and, when the newest rows are not counted yet, one write that caches their counts.
+    """
 
     def __init__(self, conversation: "Conversation", counter: TokenCounter):
         self.conversation = conversation
@@ -137,17 +141,25 @@ class RowTokens:
         self._checked = False
         self._summary: tuple[str, int] | None = None  # (summary event id, its count)
 
-    def _intervals(self, view: "View") -> list[tuple[int, int]]:
+    def counts(self, view: "View") -> dict[int, int]:
+        """The token count of every LLM-visible row in the view's intervals, by id (counting
+        and caching the rows not counted yet)."""
         from . import ranges
 
-        return ranges.complement(view.hidden, view.upto) if view.upto >= 0 else []
-
-    def _fill_missing(self, intervals: list[tuple[int, int]], view: "View") -> None:
+        if not self._checked:
+            _ensure_counter(self.conversation, self.counter)
+            self._checked = True
         conv = self.conversation
+        intervals = ranges.complement(view.hidden, view.upto) if view.upto >= 0 else []
         with conv.store.reading() as db:
-            missing = [r[0] for s, e in intervals for r in db.execute(_MISSING, (conv.id, s, e))]
-        if not missing:
-            return
+            counts = dict(_over_intervals(db, conv.id, intervals, "ev.id, ev.token_count"))
+        missing = [seq for seq, n in counts.items() if n is None]
+        if missing:
+            counts.update(self._count(missing, view))
+        return counts
+
+    def _count(self, missing: list[int], view: "View") -> dict[int, int]:
+        conv = self.conversation
         # Uncounted rows are almost always the newest few: look for them from the end instead
         # of indexing the whole view (``Event.seq`` is a pydantic private attribute, slow).
         wanted, in_view = set(missing), {}
@@ -157,69 +169,38 @@ class RowTokens:
                 in_view[seq] = e
                 if len(in_view) == len(wanted):
                     break
-        counts = [
-            (count_event(self.counter, in_view.get(seq) or conv.get(seq)), conv.id, seq)
-            for seq in missing
-        ]
+        found = {seq: count_event(self.counter, in_view.get(seq) or conv.get(seq)) for seq in missing}
         with conv.store.writing() as db:
             db.executemany(
-                "UPDATE event SET token_count = ? WHERE conversation_id = ? AND id = ?", counts
+                "UPDATE event SET token_count = ? WHERE conversation_id = ? AND id = ?",
+                [(n, conv.id, seq) for seq, n in found.items()],
             )
+        return found
 
     def total(self, view: "View") -> int:
         """Tokens of everything in ``view``.
 
-        A view as queried is summed in SQL from the cached row counts, plus its summary,
-        minus what enforcement dropped. A rewritten view (masking) adds, event by event,
-        the cached count of each stored event it kept and a fresh count of each replacement.
+        A view as queried sums the cached row counts, plus its summary, minus what
+        enforcement dropped. A rewritten view (masking) adds, event by event, the cached count
+        of each stored event it kept and a fresh count of each replacement.
         """
-        intervals = self._ready(view)
+        counts = self.counts(view)
         if view.replaced:
-            return self._sum_events(intervals, view)
-        total = self._sum(intervals)
+            return sum(self._per_event(counts, view))
+        total = sum(counts.values())
         summary = view.summary_event
         if summary is not None:
             if self._summary is None or self._summary[0] != summary.id:
                 self._summary = (summary.id, count_event(self.counter, summary))
             total += self._summary[1]  # a summary has no row: count it once, not every step
         dropped = [seq for d in view.dropped for seq in d.seqs if seq is not None]
-        if dropped:
-            counts = self._row_counts(intervals)
-            total -= sum(counts.get(seq, 0) for seq in dropped)
-        return total
-
-    def _sum(self, intervals: list[tuple[int, int]]) -> int:
-        conv = self.conversation
-        with conv.store.reading() as db:
-            return sum(db.execute(_SUM, (conv.id, s, e)).fetchone()[0] for s, e in intervals)
-
-    def _row_counts(self, intervals: list[tuple[int, int]]) -> dict[int, int]:
-        conv = self.conversation
-        with conv.store.reading() as db:
-            return {
-                seq: n
-                for s, e in intervals
-                for seq, n in db.execute(_COUNTS, (conv.id, s, e))
-            }
-
-    def _sum_events(self, intervals: list[tuple[int, int]], view: "View") -> int:
-        return sum(self._per_event(intervals, view))
+        return total - sum(counts.get(seq, 0) for seq in dropped)
 
     def per_event(self, view: "View") -> list[int]:
         """Each view event's tokens: cached row counts, fresh counts for derived events."""
-        return self._per_event(self._ready(view), view)
+        return self._per_event(self.counts(view), view)
 
-    def _ready(self, view: "View") -> list[tuple[int, int]]:
-        """The view's visible id intervals, with every row in them counted."""
-        if not self._checked:
-            _ensure_counter(self.conversation, self.counter)
-            self._checked = True
-        intervals = self._intervals(view)
-        self._fill_missing(intervals, view)
-        return intervals
-
-    def _per_event(self, intervals: list[tuple[int, int]], view: "View") -> list[int]:
-        counts = self._row_counts(intervals)
+    def _per_event(self, counts: dict[int, int], view: "View") -> list[int]:
         return [
             counts[e.seq]
             if e.seq is not None and e.seq not in view.replaced and e.seq in counts

@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
 
-from . import view_query
+from . import hidden, ranges, view_query
 from .events import (
     ActionEvent,
     ObservationBase,
@@ -302,10 +302,11 @@ def _open_loop_start(facts: Sequence[RowFacts], before: int | None = None) -> in
 class ViewCache:
     """A conversation's latest view, kept in memory and extended as the agent appends.
 
-    A write by another connection (SQLite's ``data_version``) or a Condensation makes it read
-    again; otherwise appending extends the rows the view is computed from, and the view is
-    either extended (see :class:`Boundary`) or recomputed from those rows. Either way the
-    cached view equals a fresh query.
+    A write by another connection (SQLite's ``data_version``) makes it read again. Our own
+    appends extend the rows the view is computed from, and the view is either extended (see
+    :class:`Boundary`) or recomputed from those rows; our own Condensation updates the rows in
+    place (two statements: the new hidden runs and the interval edges). Either way the cached
+    view equals a fresh query.
     """
 
     def __init__(self, conversation: "Conversation"):
@@ -378,9 +379,12 @@ class ViewCache:
             return
         for e in events:
             assert e.seq is not None
-            if isinstance(e, Condensation) or e.seq != data.upto + 1:
-                self.data = None  # re-read: the hidden runs and summary changed
+            if e.seq != data.upto + 1:
+                self.data = None  # someone else's rows came first: read again
                 return
+            if isinstance(e, Condensation):
+                self._fold_condensation(data, e)
+                continue
             data.upto = e.seq
             fact = RowFacts(e.seq, e.kind, e.has_thinking)  # type: ignore[attr-defined]
             data.facts.append(fact)
@@ -403,6 +407,34 @@ class ViewCache:
                 data.last_request = e.seq
         # Our own commit changed data_version only if someone else wrote too; re-check then.
         self.version = self.conversation.store.data_version() if self.version is not None else None
+
+    def _fold_condensation(self, data: view_query.ViewData, cond: Condensation) -> None:
+        """Apply a Condensation we just stored to the cached rows in place: drop the rows it
+        hid, move the summary, and ask SQL only for the new hidden runs and interval edges."""
+        assert cond.seq is not None
+        cid = data.conversation_id
+        with self.conversation.store.reading() as db:
+            runs = hidden.live(db, cid)
+            intervals = ranges.complement(runs, cond.seq)
+            data.open_loop_at, data.continues_after = view_query.edges(db, cid, intervals, cond.seq)
+        starts = [s for s, _ in runs]
+
+        def shown(seq: int) -> bool:
+            k = bisect.bisect_right(starts, seq) - 1
+            return k < 0 or runs[k][1] < seq
+
+        data.facts = [f for f in data.facts if shown(f.seq)]
+        data.facts.append(RowFacts(cond.seq, cond.kind, False))
+        data.events = {seq: e for seq, e in data.events.items() if shown(seq)}
+        data.hidden = runs
+        data.upto = data.last_condensation = cond.seq
+        if cond.has_summary_metadata:
+            data.summary = view_query.Summary(
+                cond.seq, cond.id, cond.timestamp, cond.summary or "", cond.summary_offset or 0
+            )
+        # The whole view is enforced again (a cut changes what sits next to what).
+        self.view, self.boundary = None, None
+        self.new_facts, self.new_events = [], []
 
 
 def view_of(conversation: "Conversation", at: int | None = None) -> View:

@@ -1,22 +1,24 @@
 """The SQL behind a view: read only the visible tail, never the whole history.
 
-1. The newest condensation at or before the view's end carries ``hidden``: every id any
-   condensation so far has forgotten, as disjoint runs. Its complement gives the visible
-   id intervals.
+1. The hidden runs in force at the newest condensation at or before the view's end
+   (``hidden.py``: canonical, so a rolling history has one or two). Their complement gives
+   the visible id intervals.
 2. Every row in those intervals is read (payloads only for LLM-visible kinds), plus the
    newest summary and the newest request.
 3. Enforcement needs two facts about hidden events: how many actions each visible batch has
    in the whole history (an indexed count), and whether a thinking tool loop runs across an
-   interval edge (a short backwards seek, and one row after the edge).
+   interval edge (one seek of the loop-edge index, and one row after the edge).
+
+Every statement here has a plan test (tests/test_query_plans.py): a seek on the index named
+there, never a read of a conversation's rows by ``conversation_id`` alone.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass
 
-from . import ranges
+from . import hidden, ranges
 from .events import Event
 from .history import TOOL_KINDS, RowFacts, TailHistory, loop_spans
 from .rows import decode
@@ -64,22 +66,15 @@ class ViewData:
         return TailHistory(self.batch_sizes, spans)
 
 
-def _last_id(db: sqlite3.Connection, cid: str, upto: int) -> int:
-    row = db.execute(
-        "SELECT MAX(id) FROM event WHERE conversation_id = ? AND id <= ?", (cid, upto)
-    ).fetchone()
-    return -1 if row[0] is None else row[0]
-
-
-def _latest_condensation(db: sqlite3.Connection, cid: str, upto: int) -> tuple[int | None, list]:
-    row = db.execute(
-        "SELECT id, hidden FROM condensation WHERE conversation_id = ? AND id <= ? "
-        "ORDER BY id DESC LIMIT 1",
+def _ends(db: sqlite3.Connection, cid: str, upto: int) -> tuple[int, int | None, int | None]:
+    """(the last event id <= upto, the newest condensation <= upto, the newest overall)."""
+    last, cond, newest = db.execute(
+        "SELECT (SELECT MAX(id) FROM event WHERE conversation_id = ?1 AND id <= ?2), "
+        "(SELECT MAX(id) FROM condensation WHERE conversation_id = ?1 AND id <= ?2), "
+        "(SELECT MAX(id) FROM condensation WHERE conversation_id = ?1)",
         (cid, upto),
     ).fetchone()
-    if row is None:
-        return None, []
-    return row[0], [(s, e) for s, e in json.loads(row[1])]
+    return (-1 if last is None else last), cond, newest
 
 
 def _summary(db: sqlite3.Connection, cid: str, upto: int) -> Summary | None:
@@ -102,33 +97,63 @@ def _last_request(db: sqlite3.Connection, cid: str, upto: int) -> int | None:
     ).fetchone()[0]
 
 
+# Intervals go to SQL as a VALUES list, so that a view costs a fixed number of statements
+# however many intervals it has. CROSS JOIN makes SQLite walk the intervals in order and seek
+# the primary key in each, so rows come back in id order without a sort.
+_CHUNK = 4_000  # intervals per statement (two parameters each, well under SQLite's limit)
+
+
+def intervals_cte(intervals: list[ranges.Run]) -> tuple[str, list[int]]:
+    """``WITH iv(s, e) AS (VALUES ...)`` for ``intervals`` and its parameters."""
+    values = ", ".join("(?, ?)" for _ in intervals)
+    return f"WITH iv(s, e) AS (VALUES {values}) ", [x for run in intervals for x in run]
+
+
+def chunks(intervals: list[ranges.Run]):
+    for i in range(0, len(intervals), _CHUNK):
+        yield intervals[i : i + _CHUNK]
+
+
 def _rows(db: sqlite3.Connection, cid: str, intervals: list[ranges.Run]):
-    sql = (
-        "SELECT id, kind, has_thinking, CASE WHEN llm_visible THEN payload END "
-        "FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? ORDER BY id"
-    )
-    for start, end in intervals:
-        yield from db.execute(sql, (cid, start, end))
+    for part in chunks(intervals):
+        cte, params = intervals_cte(part)
+        yield from db.execute(
+            cte + "SELECT ev.id, ev.kind, ev.has_thinking, "
+            "CASE WHEN ev.llm_visible THEN ev.payload END "
+            "FROM iv CROSS JOIN event ev ON ev.conversation_id = ? AND ev.id BETWEEN iv.s AND iv.e",
+            (*params, cid),
+        )
 
 
-def _loop_start_before(db: sqlite3.Connection, cid: str, seq: int) -> int | None:
-    """If event ``seq`` continues a thinking tool loop begun earlier, that loop's first id."""
-    row = db.execute(
-        f"SELECT id, kind, has_thinking FROM event WHERE conversation_id = ? AND id < ? "
-        f"AND (kind NOT IN ({_TOOL_KIND_LIST}) OR has_thinking) ORDER BY id DESC LIMIT 1",
-        (cid, seq),
-    ).fetchone()
-    if row is not None and row[1] == "ActionEvent" and row[2]:
-        return row[0]
-    return None
+# The nearest row before an interval that is not a tool event, or starts a thinking loop: the
+# partial index ix_event_loop_edge holds exactly those rows, so this is one seek however long
+# the run of tool events before the interval is.
+LOOP_EDGE = f"(kind NOT IN ({_TOOL_KIND_LIST}) OR has_thinking)"
 
 
-def _continues_loop(db: sqlite3.Connection, cid: str, seq: int) -> bool:
-    """Whether event ``seq`` is a tool event that would extend a loop running into it."""
-    row = db.execute(
-        "SELECT kind, has_thinking FROM event WHERE conversation_id = ? AND id = ?", (cid, seq)
-    ).fetchone()
-    return row is not None and row[0] in TOOL_KINDS and not row[1]
+def edges(
+    db: sqlite3.Connection, cid: str, intervals: list[ranges.Run], upto: int
+) -> tuple[dict[int, int], set[int]]:
+    """For each interval: the thinking loop its first event may continue (``open_loop_at``),
+    and whether the event after it continues a loop running into it (``continues_after``)."""
+    open_loop_at: dict[int, int] = {}
+    continues_after: set[int] = set()
+    for part in chunks(intervals):
+        cte, params = intervals_cte(part)
+        found = db.execute(
+            cte + "SELECT iv.s, iv.e, "
+            "(SELECT CASE WHEN kind = 'ActionEvent' AND has_thinking THEN id END FROM event "
+            f"WHERE conversation_id = ? AND id < iv.s AND {LOOP_EDGE} ORDER BY id DESC LIMIT 1), "
+            f"(SELECT kind IN ({_TOOL_KIND_LIST}) AND NOT has_thinking FROM event "
+            "WHERE conversation_id = ? AND id = iv.e + 1) FROM iv",
+            (*params, cid, cid),
+        )
+        for s, e, loop_start, continues in found:
+            if s > 0 and loop_start is not None:
+                open_loop_at[s] = loop_start
+            if e < upto and continues:
+                continues_after.add(e)
+    return open_loop_at, continues_after
 
 
 def batch_sizes(db: sqlite3.Connection, cid: str, upto: int, rids: set[str]) -> dict[str, int]:
@@ -138,9 +163,11 @@ def batch_sizes(db: sqlite3.Connection, cid: str, upto: int, rids: set[str]) -> 
         chunk = rid_list[i : i + 500]
         out.update(
             db.execute(
-                f"SELECT llm_response_id, COUNT(*) FROM event WHERE conversation_id = ? "
-                # "+id": keep the planner off the primary key, whose range scan reads every
-                # row of the conversation; the partial response-id index is a seek per batch.
+                f"SELECT llm_response_id, COUNT(*) FROM event WHERE +conversation_id = ? "
+                # The unary "+" takes conversation_id and id out of index selection: on them the
+                # planner may pick the uid or primary key index and read every row of the
+                # conversation. The partial response-id index is then the only choice: one seek
+                # per batch, whatever the history.
                 f"AND kind = 'ActionEvent' AND +id <= ? "
                 f"AND llm_response_id IN ({', '.join('?' for _ in chunk)}) "
                 f"GROUP BY llm_response_id",
@@ -151,30 +178,26 @@ def batch_sizes(db: sqlite3.Connection, cid: str, upto: int, rids: set[str]) -> 
 
 
 def load(db: sqlite3.Connection, cid: str, at: int | None = None) -> ViewData:
-    """Read what the view of ``cid`` as it stood right after event ``at`` is made of."""
-    upto = _last_id(db, cid, END if at is None else at)
-    last_cond, hidden = _latest_condensation(db, cid, upto)
-    intervals = ranges.complement(hidden, upto) if upto >= 0 else []
+    """Read what the view of ``cid`` as it stood right after event ``at`` is made of.
+
+    A fixed number of statements, whatever the history: the ends, the hidden runs, the rows
+    of every visible interval, the interval edges, the batch counts, the summary, the request.
+    """
+    upto, last_cond, newest_cond = _ends(db, cid, END if at is None else at)
+    runs = hidden.live(db, cid) if last_cond == newest_cond else hidden.at(db, cid, last_cond)
+    intervals = ranges.complement(runs, upto) if upto >= 0 else []
     facts: list[RowFacts] = []
     events: dict[int, Event] = {}
     for seq, kind, thinking, payload in _rows(db, cid, intervals):
         facts.append(RowFacts(seq, kind, bool(thinking)))
         if payload is not None:
             events[seq] = decode(kind, payload, seq)
-    open_loop_at: dict[int, int] = {}
-    continues_after: set[int] = set()
-    for start, end in intervals:
-        if start > 0:
-            loop_start = _loop_start_before(db, cid, start)
-            if loop_start is not None:
-                open_loop_at[start] = loop_start
-        if end < upto and _continues_loop(db, cid, end + 1):
-            continues_after.add(end)
+    open_loop_at, continues_after = edges(db, cid, intervals, upto)
     rids = {getattr(e, "llm_response_id") for e in events.values() if e.kind == "ActionEvent"}  # type: ignore[attr-defined]
     return ViewData(
         conversation_id=cid,
         upto=upto,
-        hidden=hidden,
+        hidden=runs,
         facts=facts,
         events=events,
         open_loop_at=open_loop_at,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from openhands_memory import migrate
+from openhands_memory import hidden, migrate
 from openhands_memory.cli import cli
 from openhands_memory.store import EventStore
 
@@ -356,7 +356,7 @@ def test_doctor_healthy_and_repairs(tmp_path, demo_db):
                           f.observation("c2"), f.action("r3", "c3"), f.observation("c3")])
         conv.append(f.condensation(ranges=[(2, 5)]))
         conv.append_many([f.action("r4", "c4"), f.action("r4", "c5"), f.observation("c4")])  # c5 never answered
-        store.db.execute("UPDATE condensation SET hidden = '[]'")  # out of date
+        store.db.execute("DELETE FROM hidden_run")  # out of date
     out = run("doctor", db, code=1).output
     assert "dangling tool call: action 10 (terminal, c5) has no result  [--fix repairs it]" in out
     assert "hidden out of date" in out and "2 can be repaired" in out
@@ -366,11 +366,11 @@ def test_doctor_healthy_and_repairs(tmp_path, demo_db):
     assert digest(db) == before  # checking writes nothing
     out = run("doctor", db, "--fix").output
     assert "appended an 'interrupted' result for 1 dangling call(s) as event 12" in out
-    assert "recomputed hidden runs" in out and "is healthy" in out
+    assert "recomputed the hidden runs" in out and "is healthy" in out
     with EventStore(db) as store:
         fixed = store.conversation("c").get(12)
         assert fixed.kind == "AgentErrorEvent" and fixed.tool_call_id == "c5" and "interrupted" in fixed.error
-        assert store.db.execute("SELECT hidden FROM condensation").fetchone()[0] == "[[2, 5]]"
+        assert hidden.live(store.db, "c") == [(2, 5)]
 
 
 def test_doctor_reports_what_it_cannot_fix(tmp_path):
@@ -547,7 +547,7 @@ def test_doctor_rebuilds_condensation_bookkeeping(tmp_path):
     with EventStore(db) as store:
         assert store.db.execute("SELECT condensation_id, start_id, end_id FROM forgotten_range ORDER BY 1, 2").fetchall() == [
             (10, 2, 5), (11, 6, 7)]
-        assert store.db.execute("SELECT hidden FROM condensation WHERE id = 11").fetchone()[0] == "[[2, 7]]"
+        assert hidden.live(store.db, "c") == [(2, 7)]
     fixed = json.loads(run("view", db, "c", "--json").output)
     assert [e["id"] for e in fixed["events"]] == [0, None, 1, 8, 9]
     assert expected != fixed  # the broken file showed events it had forgotten

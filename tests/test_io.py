@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from openhands_memory import hidden
 from openhands_memory.condensers import AmortizedForgettingCondenser, default_condenser
 from openhands_memory.errors import ConversationExists
 from openhands_memory.events import Condensation
@@ -138,9 +139,11 @@ def ranges_of(store: EventStore, cid: str) -> list[tuple]:
 
 
 def condensation_rows(store: EventStore, cid: str) -> list[tuple]:
-    return store.db.execute(
-        "SELECT id, summary, summary_offset, hidden FROM condensation WHERE conversation_id = ? ORDER BY id",
+    """Each condensation's id, summary, offset and the runs hidden right after it."""
+    rows = store.db.execute(
+        "SELECT id, summary, summary_offset FROM condensation WHERE conversation_id = ? ORDER BY id",
         (cid,)).fetchall()
+    return [(*r, hidden.at(store.db, cid, r[0])) for r in rows]
 
 
 def view_shape(view: View) -> list[tuple]:

@@ -296,7 +296,8 @@ def dump(store: EventStore, *, without: int | None = None) -> dict[str, list[tup
     for (table,) in tables:
         cols = [c[1] for c in store.db.execute(f"PRAGMA table_info({table})")]
         rows = store.db.execute(f"SELECT * FROM {table}").fetchall()
-        key = {"event": "id", "condensation": "id", "forgotten_range": "condensation_id"}.get(table)
+        key = {"event": "id", "condensation": "id", "forgotten_range": "condensation_id",
+               "hidden_run": "from_id"}.get(table)
         if without is not None and key is not None:
             rows = [r for r in rows if r[cols.index(key)] != without]
         out[table] = sorted(rows, key=repr)

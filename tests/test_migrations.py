@@ -165,6 +165,26 @@ def assert_rows_intact(conn: sa.Connection, expected: dict[str, list[dict[str, A
         assert len(actual[name]) == len(rows), f"{when}: {name} has {len(actual[name])} rows, not {len(rows)}"
 
 
+def dropped_after(revision: str) -> dict[str, set[str]]:
+    """Columns that revisions after ``revision`` remove (their ``dropped_columns``): their
+    data moved elsewhere, which the revision's own test checks."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(migrate.alembic_config())
+    out: dict[str, set[str]] = {}
+    for rev in migrate.REVISIONS[migrate.REVISIONS.index(revision) + 1 :]:
+        for table, columns in getattr(script.get_revision(rev).module, "dropped_columns", {}).items():
+            out.setdefault(table, set()).update(columns)
+    return out
+
+
+def without(expected: dict[str, list[dict[str, Any]]], dropped: dict[str, set[str]]) -> dict[str, list[dict[str, Any]]]:
+    return {
+        name: [{k: v for k, v in row.items() if k not in dropped.get(name, set())} for row in rows]
+        for name, rows in expected.items()
+    }
+
+
 def foreign_key_problems(conn: sa.Connection) -> list:
     return conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
 
@@ -199,9 +219,13 @@ def test_upgrade_keeps_every_row(tmp_path, revision):
 
     with engine.begin() as conn:
         migrate.upgrade(conn, "head")
+    dropped = dropped_after(revision)
+    expected = without(expected, dropped)
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() == migrate.HEAD
         assert_rows_intact(conn, expected, f"after upgrade {revision} -> head")
+        columns = {t: {c["name"] for c in sa.inspect(conn).get_columns(t)} for t in dropped}
+        assert all(not (cols & columns[t]) for t, cols in dropped.items()), "a dropped column is still there"
         assert foreign_key_problems(conn) == []
 
     # undo the newest revision and redo it: still every row
@@ -224,3 +248,47 @@ def test_upgrade_keeps_every_row(tmp_path, revision):
 def test_every_revision_is_covered():
     """The data test runs from every revision but head; head has nothing to upgrade to."""
     assert OLDER_REVISIONS == list(migrate.REVISIONS[:-1])
+
+
+# --- 0003: canonical hidden runs ----------------------------------------------------------
+
+
+def test_0003_turns_fragmented_hidden_unions_into_canonical_runs(tmp_path):
+    """A file written by 0002 (the union of forgotten ranges on every condensation row, split
+    at every Condensation row) upgrades to the hidden runs the library writes today."""
+    from openhands_memory import hidden, ranges
+
+    from .sdk_shape import sdk_history
+
+    db = tmp_path / "old.db"
+    with EventStore(db) as store:
+        conv = store.create_conversation("c")
+        conv.append_many(list(sdk_history(400, seed=7)))
+        store.create_conversation("other").append_many(list(sdk_history(200, seed=8)))
+        want = {cid: hidden.stored(store.db, cid) for cid in ("c", "other")}
+        views = {cid: [e.id for e in store.conversation(cid).view()] for cid in ("c", "other")}
+        assert len(hidden.live(store.db, "c")) == 1  # 13 condensations, one canonical run
+    engine = create_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:
+        migrate.downgrade(conn, "0002")
+    with engine.begin() as conn:  # what 0002's code wrote: the plain union, run per gap
+        fragmented = 0
+        for cid in ("c", "other"):
+            union: list = []
+            for (cond,) in conn.exec_driver_sql(
+                    "SELECT id FROM condensation WHERE conversation_id = ? ORDER BY id", (cid,)).fetchall():
+                runs = conn.exec_driver_sql(
+                    "SELECT start_id, end_id FROM forgotten_range WHERE conversation_id = ? AND condensation_id = ?",
+                    (cid, cond)).fetchall()
+                union = ranges.merge(union, runs)
+                fragmented = max(fragmented, len(union))
+                conn.exec_driver_sql("UPDATE condensation SET hidden = ? WHERE conversation_id = ? AND id = ?",
+                                     (json.dumps([list(r) for r in union]), cid, cond))
+        assert fragmented > 10  # the shape issue 9 measured
+    with engine.begin() as conn:
+        migrate.upgrade(conn, "head")
+    engine.dispose()
+    with EventStore(db) as store:
+        for cid in ("c", "other"):
+            assert hidden.stored(store.db, cid) == want[cid]
+            assert [e.id for e in store.conversation(cid).view()] == views[cid]

@@ -18,6 +18,7 @@ from openhands_memory.errors import (
     MalformedEvent,
 )
 from openhands_memory.events import Condensation, CondensationNote, MessageEvent, PauseEvent
+from openhands_memory import hidden
 from openhands_memory.store import EventStore
 
 from . import factories as f
@@ -41,11 +42,14 @@ def ranges_of(store: EventStore, conversation_id: str, condensation_id: int) -> 
         "ORDER BY start_id", (conversation_id, condensation_id))]
 
 
-def hidden_of(store: EventStore, conversation_id: str, condensation_id: int) -> list[list[int]]:
-    row = store.db.execute(
-        "SELECT hidden FROM condensation WHERE conversation_id = ? AND id = ?",
-        (conversation_id, condensation_id)).fetchone()
-    return json.loads(row[0])
+def said(uid: str) -> MessageEvent:
+    """A user message with a given external id."""
+    return f.user().model_copy(update={"id": uid})
+
+
+def hidden_of(store: EventStore, conversation_id: str, condensation_id: int) -> list[tuple[int, int]]:
+    """The runs hidden right after condensation ``condensation_id``."""
+    return hidden.at(store.db, conversation_id, condensation_id)
 
 
 # --- conversations ------------------------------------------------------------------------
@@ -335,14 +339,14 @@ def test_foreign_keys_enforced(store):
 
 
 def test_forgotten_event_ids_become_maximal_runs(store, conv):
-    events = [PauseEvent(id=f"e{i}") for i in range(12)]
+    events = [said(f"e{i}") for i in range(12)]
     conv.append_many(events)
     forget = ["e1", "e2", "e3", "e5", "e7", "e8", "e11", "e0-summary", "never-stored"]
     cond = Condensation(id="cond", forgotten_event_ids=forget, summary="s", summary_offset=1)
     seq = conv.append(cond)
     assert seq == 12
     assert ranges_of(store, conv.id, seq) == [(1, 3), (5, 5), (7, 8), (11, 11)]
-    assert hidden_of(store, conv.id, seq) == [[1, 3], [5, 5], [7, 8], [11, 11]]
+    assert hidden_of(store, conv.id, seq) == [(1, 3), (5, 5), (7, 8), (11, 11)]
     row = store.db.execute(
         "SELECT summary, summary_offset FROM condensation WHERE conversation_id = ? AND id = ?",
         (conv.id, seq)).fetchone()
@@ -362,6 +366,33 @@ def test_condensation_with_only_unknown_ids(store, conv):
     seq = conv.append(Condensation(id="c2", forgotten_event_ids=["c1-summary"]))
     assert ranges_of(store, conv.id, seq) == []
     assert hidden_of(store, conv.id, seq) == []
+
+
+def test_hidden_runs_bridge_rows_the_model_never_sees(store, conv):
+    """Forgotten runs separated only by invisible rows (Condensations, pauses) are one run;
+    a visible row between them keeps them apart."""
+    conv.append_many([said(f"u{i}") for i in range(4)] + [PauseEvent(id="p4")]
+                     + [said(f"u{i}") for i in range(5, 8)])
+    first = conv.append(Condensation(id="c1", forgotten_event_ids=["u1", "u2", "u3"]))  # 8
+    assert hidden_of(store, conv.id, first) == [(1, 3)]
+    conv.append_many([said("u9"), said("u10")])
+    second = conv.append(Condensation(id="c2", forgotten_event_ids=["u5", "u6", "u7", "u9"]))
+    # 4 is a pause and 8 the first Condensation: both bridged; 10 is visible and stays.
+    assert ranges_of(store, conv.id, second) == [(5, 7), (9, 9)]
+    assert hidden_of(store, conv.id, second) == [(1, 9)]
+    assert hidden_of(store, conv.id, first) == [(1, 3)]  # the past is kept
+    assert [e.seq for e in conv.view()] == [0, 10]
+
+
+def test_hidden_bookkeeping_grows_with_changes_not_condensations_squared(store, conv):
+    """Each condensation writes only the runs it changes, never the union so far."""
+    for k in range(30):
+        conv.append_many([said(f"a{k}"), said(f"b{k}")])
+        conv.append(Condensation(id=f"c{k}", forgotten_event_ids=[f"a{k}"]))
+    rows = store.db.execute("SELECT COUNT(*) FROM hidden_run").fetchone()[0]
+    live = hidden.live(store.db, conv.id)
+    assert len(live) == 30  # each b{k} is visible and keeps the runs apart
+    assert rows == 30  # one new run per condensation, none rewritten
 
 
 def test_condensation_cannot_forget_itself_or_later_events(store, conv):
@@ -392,22 +423,22 @@ def test_reversed_range_forgets_nothing(store, conv):
 
 
 def test_hidden_accumulates_the_union(store, conv):
-    conv.append_many([PauseEvent(id=f"e{i}") for i in range(10)])
+    conv.append_many([said(f"e{i}") for i in range(10)])
     c1 = conv.append(Condensation(forgotten_ranges=[(1, 3)]))
-    conv.append_many([PauseEvent(id=f"e{i}") for i in range(11, 20)])
+    conv.append_many([said(f"e{i}") for i in range(11, 20)])
     c2 = conv.append(Condensation(forgotten_event_ids=["e5", "e6", "e4"]))
     c3 = conv.append(Condensation(forgotten_ranges=[(12, 14), (2, 8)]))
-    assert hidden_of(store, conv.id, c1) == [[1, 3]]
+    assert hidden_of(store, conv.id, c1) == [(1, 3)]
     assert ranges_of(store, conv.id, c2) == [(4, 6)]
-    assert hidden_of(store, conv.id, c2) == [[1, 6]]
+    assert hidden_of(store, conv.id, c2) == [(1, 6)]
     assert ranges_of(store, conv.id, c3) == [(2, 8), (12, 14)]
-    assert hidden_of(store, conv.id, c3) == [[1, 8], [12, 14]]
+    assert hidden_of(store, conv.id, c3) == [(1, 8), (12, 14)]
 
 
 def test_condensations_in_one_batch_accumulate(store, conv):
     conv.append_many([f.user() for _ in range(6)])
     seqs = conv.append_many([Condensation(forgotten_ranges=[(0, 1)]), Condensation(forgotten_ranges=[(3, 4)])])
-    assert hidden_of(store, conv.id, seqs[1]) == [[0, 1], [3, 4]]
+    assert hidden_of(store, conv.id, seqs[1]) == [(0, 1), (3, 4)]
 
 
 def test_condensation_note_is_recorded(store, conv):

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from .. import hidden
 from . import output_format
 from .opening import open_readonly, open_store, readonly_uri, resolve
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number
@@ -181,13 +182,6 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool) -> No
 # --- conversations and stats -----------------------------------------------------------------
 
 
-def hidden_runs(conn: sqlite3.Connection, cid: str) -> list[tuple[int, int]]:
-    row = conn.execute(
-        "SELECT hidden FROM condensation WHERE conversation_id = ? ORDER BY id DESC LIMIT 1", (cid,)
-    ).fetchone()
-    return [(s, e) for s, e in json.loads(row[0])] if row else []
-
-
 def visible_totals(conn: sqlite3.Connection, cid: str) -> tuple[int, int | None, int]:
     """(visible events, their cached tokens or None, how many of them are counted).
 
@@ -200,7 +194,7 @@ def visible_totals(conn: sqlite3.Connection, cid: str) -> tuple[int, int | None,
     )
     visible, tokens, counted = conn.execute(sql, (cid, 0, 2**62)).fetchone()
     tokens = tokens or 0
-    for s, e in hidden_runs(conn, cid):
+    for s, e in hidden.live(conn, cid):
         v, t, c = conn.execute(sql, (cid, s, e)).fetchone()
         visible, tokens, counted = visible - v, tokens - (t or 0), counted - c
     return visible, (tokens if counted else None), counted

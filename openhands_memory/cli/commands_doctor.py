@@ -4,11 +4,11 @@ Checks: SQLite's integrity_check and foreign_key_check; per conversation, ids 0.
 gaps; tool calls and results paired by tool_call_id over the whole history (a call without
 a result, a result without a call, a call answered twice); every Condensation event has its
 condensation row, and its forgotten ranges when it forgets something; no ranges without a
-condensation; each condensation's ``hidden`` equals the union of the ranges so far.
+condensation; the hidden runs equal what the ranges imply (``hidden.replay``).
 
 Repairs (--fix): a synthetic AgentErrorEvent "interrupted" result appended for each call that
 has no result anywhere; missing condensation rows and ranges rebuilt from the event's JSON;
-stray ranges deleted; ``hidden`` recomputed. Id gaps, orphan or repeated results and a
+stray ranges deleted; hidden runs recomputed. Id gaps, orphan or repeated results and a
 damaged file are reported only. Run --fix on a conversation no agent is running: a call the
 agent is still executing would look unanswered.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from .. import ranges
+from .. import hidden, ranges
 from ..events import OBSERVATION_KINDS
 from . import output_format
 from .opening import open_readonly, open_store
@@ -111,7 +111,7 @@ def check_conversation(db: sqlite3.Connection, cid: str) -> tuple[list[Problem],
             problems.append(Problem(cid, "duplicated call id",
                                     f"{actions} actions share tool call id {call_id}", False))
     # Condensations, their rows and ranges.
-    rows = {r[0]: r[1] for r in db.execute("SELECT id, hidden FROM condensation WHERE conversation_id = ?", (cid,))}
+    rows = {r[0] for r in db.execute("SELECT id FROM condensation WHERE conversation_id = ?", (cid,))}
     recorded: dict[int, list[ranges.Run]] = {}
     for cond, s, e in db.execute(
         "SELECT condensation_id, start_id, end_id FROM forgotten_range WHERE conversation_id = ? "
@@ -144,14 +144,13 @@ def check_conversation(db: sqlite3.Connection, cid: str) -> tuple[list[Problem],
         plan.stray_ranges.append(cond)
         problems.append(Problem(cid, "ranges without condensation",
                                 f"forgotten ranges point at condensation {cond}, which does not exist", True, [cond]))
-    hidden: list[ranges.Run] = []
-    for seq in sorted(rows):
-        hidden = ranges.merge(hidden, recorded.get(seq, []))
-        stored = [tuple(r) for r in json.loads(rows[seq])]
-        if stored != hidden and not plan.hidden_wrong:
-            plan.hidden_wrong = True
-            problems.append(Problem(cid, "hidden out of date",
-                                    f"condensation {seq}'s hidden runs differ from the union of the ranges so far", True, [seq]))
+    want, have = hidden.replay(db, cid), hidden.stored(db, cid)
+    if want != have:
+        plan.hidden_wrong = True
+        first = min(set(want) ^ set(have))[0]
+        problems.append(Problem(cid, "hidden out of date",
+                                f"the hidden runs from condensation {first} on differ from its forgotten ranges",
+                                True, [first]))
     return problems, plan, count
 
 
@@ -197,21 +196,9 @@ def repair(store: Any, plans: dict[str, Plan]) -> list[str]:
                 db.executemany(row_sql.INSERT_RANGE, [(cid, seq, s, e) for s, e in runs])
                 done.append(f"{cid}: recorded the ranges condensation {seq} forgets ({ranges.count(runs)} events)")
             if plan.missing_rows or plan.missing_ranges or plan.stray_ranges or plan.hidden_wrong:
-                hidden: list[ranges.Run] = []
-                changed = 0
-                conds = [r[0] for r in db.execute(
-                    "SELECT id FROM condensation WHERE conversation_id = ? ORDER BY id", (cid,))]
-                for seq in conds:
-                    runs = db.execute(
-                        "SELECT start_id, end_id FROM forgotten_range WHERE conversation_id = ? AND condensation_id = ?",
-                        (cid, seq)).fetchall()
-                    hidden = ranges.merge(hidden, runs)
-                    changed += db.execute(
-                        "UPDATE condensation SET hidden = ? WHERE conversation_id = ? AND id = ? AND hidden != ?",
-                        (json.dumps([list(r) for r in hidden]), cid, seq, json.dumps([list(r) for r in hidden])),
-                    ).rowcount
+                changed = hidden.rebuild(db, cid)
                 if changed:
-                    done.append(f"{cid}: recomputed hidden runs of {changed} condensation(s)")
+                    done.append(f"{cid}: recomputed the hidden runs ({changed} row(s) changed)")
             if plan.dangling:
                 errors = [AgentErrorEvent(tool_name=tool or "unknown", tool_call_id=call, error=INTERRUPTED)
                           for _, call, tool in plan.dangling]

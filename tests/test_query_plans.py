@@ -1,0 +1,262 @@
+"""The hot queries keep their plans: every statement a view, a step, an append or a
+condensation issues seeks an index with more than the conversation id, and none scans.
+
+SQLite's planner once chose ``ux_event_uid (conversation_id=?)`` for the batch counts, which
+reads every row of a conversation: the view of 1M events took 1.7 s instead of 2 ms. These
+tests record the statements the library really issues (their SQL and parameters) on a file
+with several conversations and SDK-shaped histories, and run ``EXPLAIN QUERY PLAN`` on each,
+both as the file comes and after ``ANALYZE`` (statistics change plans). They also check the
+cost directly: SQLite's virtual-machine steps for a view do not grow with the history.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from openhands_memory import view_query
+from openhands_memory.condensers import LLMSummarizingCondenser
+from openhands_memory.events import Condensation
+from openhands_memory.schema import LOOP_EDGE_WHERE
+from openhands_memory.store import EventStore
+
+from . import factories as f
+from .sdk_shape import sdk_history
+
+TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "conversation", "llm_call")
+
+
+class Recorder:
+    """Stands in for the store's connection and records what is executed through it."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self._db = db
+        self.statements: list[tuple[str, tuple]] = []
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        self.statements.append((sql, tuple(params)))
+        return self._db.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        rows = list(rows)
+        if rows:
+            self.statements.append((sql, tuple(rows[0])))
+        return self._db.executemany(sql, rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+
+def build(path: Path, steps: int) -> None:
+    with EventStore(path) as store:
+        store.create_conversation("before").append_many([f.system(), f.user()])
+        store.create_conversation("sdk").append_many(list(sdk_history(steps, seed=1)))
+        store.create_conversation("thinking").append_many(list(sdk_history(steps // 2, seed=2, thinking=True)))
+        store.create_conversation("after").append_many(list(sdk_history(40, seed=3)))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    """A realistic file, and a copy with planner statistics (ANALYZE)."""
+    work = tmp_path_factory.mktemp("plans")
+    plain = work / "plain.db"
+    build(plain, 1_500)
+    analyzed = work / "analyzed.db"
+    shutil.copy(plain, analyzed)
+    with sqlite3.connect(analyzed) as db:
+        db.execute("ANALYZE")
+    return {"plain": plain, "analyzed": analyzed}
+
+
+def record(path: Path, work: Callable[[EventStore], None], tmp_path: Path) -> list[tuple[str, tuple]]:
+    copy = tmp_path / path.name
+    shutil.copy(path, copy)
+    store = EventStore(copy)
+    recorder = Recorder(store.db)
+    store.db = recorder  # type: ignore[assignment]
+    try:
+        work(store)
+    finally:
+        store.db = recorder._db
+        store.close()
+    return recorder.statements
+
+
+def plan(path: Path, sql: str, params: tuple) -> list[str]:
+    with sqlite3.connect(path) as db:
+        return [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+
+
+ONE_ROW_SEEK = re.compile(r"\bMAX\(|ORDER BY (\w+\.)?id DESC LIMIT 1", re.I)
+# Partial indexes that hold a conversation's few live rows, not its history.
+FEW_ROWS = ("ix_hidden_run_live",)
+
+
+def bad_lines(sql: str, lines: list[str]) -> list[str]:
+    """Plan lines that read a table whole, or a conversation's rows by its id alone."""
+    bad = []
+    for line in lines:
+        scan = re.match(r"SCAN (\w+)", line)
+        if scan and scan.group(1) in TABLES:
+            bad.append(line)
+        # "(conversation_id=?)" alone reads every row of the conversation, unless the
+        # statement asks for one row at an end of the index (MAX, or ORDER BY id DESC LIMIT 1).
+        few = any(f"INDEX {name} " in line for name in FEW_ROWS)
+        if re.search(r"\(conversation_id=\?\)$", line) and not (few or ONE_ROW_SEEK.search(sql)):
+            bad.append(line)
+    return bad
+
+
+def assert_plans(path: Path, statements: list[tuple[str, tuple]]) -> int:
+    checked = 0
+    for sql, params in dict.fromkeys(statements):
+        if re.match(r"\s*(BEGIN|COMMIT|ROLLBACK|PRAGMA)\b", sql, re.I):
+            continue
+        lines = plan(path, sql, params)
+        assert not bad_lines(sql, lines), f"{sql}\n  plan: {lines}"
+        checked += 1
+    return checked
+
+
+def first_view(store: EventStore) -> None:
+    store.conversation("sdk").view().to_messages()
+
+
+def view_at(store: EventStore) -> None:
+    conv = store.conversation("sdk")
+    conv.view(at=len(conv) // 2)
+
+
+def cached_steps(store: EventStore) -> None:
+    conv = store.conversation("thinking")
+    conv.view()
+    for i in range(3):
+        conv.append(f.action(f"plan-r{i}", f"plan-c{i}", think=True))
+        conv.append(f.observation(f"plan-c{i}"))
+        conv.view().to_messages()
+    conv.append_many([f.action("plan-rp", "plan-p1"), f.action("plan-rp", "plan-p2")])
+    conv.view()
+
+
+def token_trigger_steps(store: EventStore) -> None:
+    conv = store.conversation("sdk")
+    condenser = LLMSummarizingCondenser(max_size=10_000, max_tokens=1_000_000, keep_first=4, tokenizer="chars/4")
+    for i in range(3):
+        conv.append(f.action(f"tok-r{i}", f"tok-c{i}"))
+        conv.append(f.observation(f"tok-c{i}"))
+        conv.step(condenser)
+
+
+def condensation_written(store: EventStore) -> None:
+    conv = store.conversation("sdk")
+    conv.step(LLMSummarizingCondenser(max_size=20, keep_first=4))
+    conv.view()
+    uids = [e.id for e in conv.view().events[5:9]]
+    conv.append(Condensation(forgotten_event_ids=uids))  # uid lookups
+    conv.request_condensation()
+    conv.view()
+
+
+WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written]
+
+
+@pytest.mark.parametrize("which", ["plain", "analyzed"])
+@pytest.mark.parametrize("work", WORK, ids=[w.__name__ for w in WORK])
+def test_hot_statements_seek_and_never_scan(files, which, work, tmp_path):
+    statements = record(files[which], work, tmp_path)
+    assert assert_plans(files[which], statements) >= 3
+
+
+def test_the_view_queries_are_recorded(files, tmp_path):
+    """The recorder sees the statements the plan tests are about (or they prove nothing)."""
+    seen = " ".join(sql for sql, _ in record(files["plain"], first_view, tmp_path) + record(
+        files["plain"], token_trigger_steps, tmp_path))
+    for needle in ("llm_response_id IN", "hidden_run", "iv.e + 1", "ev.token_count", "summary IS NOT NULL",
+                   "CondensationRequest"):
+        assert needle in seen
+
+
+def test_batch_counts_use_the_response_index_whatever_the_list(files):
+    """The plan that read every row came from IN lists of 1 or of 5 and more."""
+    for n in (1, 2, 4, 5, 30, 500):
+        rids = {f"r{i}" for i in range(n)}
+        db = sqlite3.connect(files["analyzed"])
+        statements: list[str] = []
+        db.set_trace_callback(statements.append)
+        view_query.batch_sizes(db, "sdk", 10**9, rids)
+        db.close()
+        for path in files.values():
+            chunk = sorted(rids)[:500]
+            sql = (
+                "SELECT llm_response_id, COUNT(*) FROM event WHERE +conversation_id = ? AND kind = 'ActionEvent' "
+                f"AND +id <= ? AND llm_response_id IN ({', '.join('?' for _ in chunk)}) GROUP BY llm_response_id"
+            )
+            assert plan(path, sql, ("sdk", 10**9, *chunk)) == [
+                "SEARCH event USING INDEX ix_event_response (llm_response_id=?)"
+            ]
+
+
+def test_loop_edge_query_matches_its_partial_index():
+    """The loop-edge seek can use ix_event_loop_edge only if its predicate is the index's."""
+    assert view_query.LOOP_EDGE == f"({LOOP_EDGE_WHERE})"
+
+
+def vm_steps(path: Path, cid: str) -> int:
+    """SQLite virtual-machine instructions (in thousands) to load a view from scratch."""
+    db = sqlite3.connect(path)
+    steps = 0
+
+    def tick() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    db.set_progress_handler(tick, 1000)
+    try:
+        view_query.load(db, cid)
+    finally:
+        db.close()
+    return steps
+
+
+def test_view_cost_follows_the_tail_not_the_history(tmp_path):
+    """Same tail, 8x the history: the view costs the same number of SQLite instructions."""
+    small, big = tmp_path / "small.db", tmp_path / "big.db"
+    with EventStore(small) as store:
+        store.create_conversation("c").append_many(list(sdk_history(500, seed=5)))
+    with EventStore(big) as store:
+        store.create_conversation("c").append_many(list(sdk_history(4_000, seed=5)))
+    a, b = vm_steps(small, "c"), vm_steps(big, "c")
+    assert b <= 1.3 * a + 5, (a, b)
+
+
+def test_statements_per_view_are_few_whatever_the_history(files, tmp_path):
+    statements = record(files["plain"], first_view, tmp_path)
+    assert len(statements) <= 20, [s for s, _ in statements]
+
+
+# Statements that must use one index in particular: a seek by the primary key would also pass
+# the general test, but would walk back through every tool event, or every action, or every
+# condensation without a summary.
+EXPECTED_INDEX = {
+    "iv.e + 1": "ix_event_loop_edge",
+    "llm_response_id IN": "ix_event_response",
+    "summary IS NOT NULL": "ix_condensation_summary",
+    "kind = 'CondensationRequest'": "ix_event_request",
+    "until_id IS NULL": "ix_hidden_run_live",
+}
+
+
+@pytest.mark.parametrize("which", ["plain", "analyzed"])
+def test_view_statements_use_their_index(files, which, tmp_path):
+    statements = record(files[which], first_view, tmp_path)
+    for needle, index in EXPECTED_INDEX.items():
+        found = [(sql, params) for sql, params in statements if needle in sql]
+        assert found, needle
+        for sql, params in found:
+            assert any(index in line for line in plan(files[which], sql, params)), (sql, index)
