@@ -10,26 +10,18 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
-from . import rows
 from .errors import ConcurrentCondensation
 from .events import Condensation, CondensationRequest
 from .view import View
 
 if TYPE_CHECKING:
-    import sqlite3
+    from .storage import Session
 
     from .condensers.base import Condenser
     from .store import Conversation
 
-_INSERT_CALL = (
-    "INSERT INTO llm_call (conversation_id, condensation_id, created_at, strategy, purpose, "
-    "model, prompt_tokens, completion_tokens, cost_usd, latency_s, outcome, error, response_id, "
-    "attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
 def record_calls(
-    db: "sqlite3.Connection", conversation_id: str, calls: Sequence[Any], condensation_id: int | None
+    db: "Session", conversation_id: str, calls: Sequence[Any], condensation_id: int | None
 ) -> None:
     """Ledger rows for LLM calls (``condensers.llm_base.LedgerEntry``).
 
@@ -37,8 +29,7 @@ def record_calls(
     which a reply flagged ``bad_response`` can still be when its text was used); None elsewhere.
     """
     now = datetime.now(timezone.utc).isoformat()
-    db.executemany(
-        _INSERT_CALL,
+    db.insert_llm_calls(
         [
             (
                 conversation_id,
@@ -65,8 +56,8 @@ def write_condensation(
     conversation: "Conversation", cond: Condensation, view: View, calls: Sequence[Any] = ()
 ) -> int:
     """Store ``cond`` (made from ``view``) and its ledger rows; returns its id."""
-    with conversation.store.writing() as db:
-        latest = rows.latest_condensation_id(db, conversation.id)
+    with conversation.store.writing(conversation.id) as db:
+        latest = db.latest_condensation(conversation.id)
         if latest != view.last_condensation:
             raise ConcurrentCondensation(
                 f"condensation {latest} landed in conversation {conversation.id!r} after the view "
@@ -75,7 +66,7 @@ def write_condensation(
             )
         (seq,) = conversation.insert(db, [cond])
         record_calls(db, conversation.id, calls, seq)
-    conversation._after_append([cond], [seq])
+    conversation.committed([cond], [seq])
     return seq
 
 

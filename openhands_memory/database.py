@@ -52,6 +52,23 @@ class Location:
     def is_sqlite(self) -> bool:
         return self.url.startswith("sqlite")
 
+    @property
+    def is_postgres(self) -> bool:
+        return self.url.split("://", 1)[0].split("+")[0] in ("postgresql", "postgres")
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The URL for SQLAlchemy: PostgreSQL through psycopg 3."""
+        if self.is_postgres:
+            return "postgresql+psycopg://" + self.url.split("://", 1)[1]
+        return self.url
+
+    @property
+    def driver_url(self) -> str:
+        """The URL as the driver itself (psycopg) takes it: no SQLAlchemy dialect suffix."""
+        scheme, rest = self.url.split("://", 1)
+        return f"{scheme.split('+')[0]}://{rest}"
+
 
 @dataclass(frozen=True)
 class FileState:
@@ -122,7 +139,7 @@ def make_engine(location: Location) -> "Engine":
     """A SQLAlchemy engine, for migrations (alembic speaks SQLAlchemy)."""
     from sqlalchemy import create_engine
 
-    return create_engine(location.url)
+    return create_engine(location.sqlalchemy_url)
 
 
 def create_schema(location: Location) -> None:
@@ -132,9 +149,10 @@ def create_schema(location: Location) -> None:
     engine = make_engine(location)
     try:
         with engine.begin() as conn:
-            # Events average over 1 KB: 16 KB pages waste less space at the end of each page
-            # and keep indexes shallower. Only a new file can still choose its page size.
-            conn.exec_driver_sql(f"PRAGMA page_size={PAGE_SIZE}")
+            if location.is_sqlite:
+                # Events average over 1 KB: 16 KB pages waste less space at the end of each
+                # page and keep indexes shallower. Only a new file can still choose its size.
+                conn.exec_driver_sql(f"PRAGMA page_size={PAGE_SIZE}")
             if current_revision(conn) is None:
                 migrate.upgrade(conn, "head")
     finally:
@@ -149,17 +167,17 @@ def current_revision(conn: "Connection") -> str | None:
     return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
-def open_database(
-    path_or_url: str | Path, *, durability: Durability = "normal", create: bool = True
-) -> tuple[sqlite3.Connection, Location]:
-    """Open a database at the head revision, creating it if it is new.
+def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
+    """Make sure a database is ours and at the head revision, creating it if it is new.
 
     Files at another revision are refused (``SchemaTooOld`` says to run ``migrate``), and so is
     any file that is not ours, before anything is written to it.
     """
     location = Location.parse(path_or_url)
-    if location.path is None or not location.is_sqlite:
-        raise NotImplementedError(f"{location.label}: this version stores events in SQLite files only")
+    if not location.is_sqlite:
+        return _open_server(location, create)
+    if location.path is None:
+        raise NotOurDatabase(location.label, "give a file path or a postgresql:// URL")
     state = inspect_sqlite_file(location.path)
     if state.revision is not None:
         check_revision(location.label, state.revision)
@@ -169,4 +187,41 @@ def open_database(
         if not location.path.parent.exists():
             raise FileNotFoundError(f"{location.label}: folder {location.path.parent} does not exist")
         create_schema(location)
-    return connect(location.path, durability), location
+    return location
+
+
+def _server_tables(location: Location) -> tuple[set[str], str | None]:
+    """The tables a PostgreSQL database holds, and its revision mark (read-only)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(location.driver_url, autocommit=True) as conn:
+            tables = {r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            )}
+            revision = None
+            if "alembic_version" in tables:
+                row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+                revision = row[0] if row else None
+    except psycopg.OperationalError as e:
+        first = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        raise NotOurDatabase(location.label, f"cannot connect: {first}") from None
+    return tables, revision
+
+
+def _open_server(location: Location, create: bool) -> Location:
+    if not location.is_postgres:
+        raise NotOurDatabase(location.label, "only SQLite files and postgresql:// URLs are supported")
+    tables, revision = _server_tables(location)
+    if revision is not None:
+        check_revision(location.label, revision)
+        return location
+    if tables:
+        if "alembic_version" in tables or OUR_TABLES & tables:
+            raise NotOurDatabase(location.label, "it has our tables but no schema revision")
+        listed = ", ".join(sorted(tables)[:5])
+        raise NotOurDatabase(location.label, f"it holds other tables: {listed}")
+    if not create:
+        raise FileNotFoundError(f"{location.label}: the database holds no openhands-memory schema")
+    create_schema(location)
+    return location

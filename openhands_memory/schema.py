@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from sqlalchemy import JSON, Column, ForeignKeyConstraint, Index, Text, text
+from sqlalchemy import JSON, BigInteger, Column, ForeignKeyConstraint, Index, Text, text
 from sqlmodel import Field, SQLModel
 
 
@@ -19,6 +19,11 @@ class ConversationRow(SQLModel, table=True):
     created_at: str = Field(description="ISO 8601, UTC")
     meta: dict[str, Any] = Field(
         default_factory=dict, sa_column=Column("metadata", JSON, nullable=False)
+    )
+    # Bumped by every write transaction on PostgreSQL, so that view caches elsewhere can tell
+    # (SQLite uses PRAGMA data_version instead, and leaves this at 0). Revision 0004.
+    version: int = Field(
+        default=0, sa_column=Column("version", BigInteger, nullable=False, server_default="0")
     )
 
 

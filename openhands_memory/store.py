@@ -1,19 +1,15 @@
-"""The library's front door: an event store in one database file, and its conversations."""
+"""The library's front door: an event store (one database), and its conversations."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-import threading
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
-from . import rows
-from .database import Durability, open_database
+from .database import Durability, Location
 from .errors import (
     ConversationExists,
     ConversationNotFound,
@@ -22,10 +18,14 @@ from .errors import (
     MalformedEvent,
 )
 from .events import Condensation, Event
+from .storage import END, IntegrityViolation, Recorder, Session, condensations, open_recorder
+from .storage.codec import decode, event_row
+from .view import View, ViewCache
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from .condensers.base import Condenser
-    from .view import View
 
 DEFAULT_PATH = "openhands-memory.db"
 
@@ -40,9 +40,10 @@ class ConversationInfo:
 class EventStore:
     """One database: open or create it, then work with its conversations.
 
-    A store holds a single SQLite connection, guarded by a lock, so that it can tell its own
-    writes from other processes' (``data_version``) and so that a step pays for no pool
-    checkout. Use one store per thread or process for parallel work.
+    ``path_or_url``: an SQLite file path, or a ``postgresql://`` URL. A store holds one
+    connection (see ``storage.Recorder``), so that it can tell its own writes from other
+    processes' and a step pays for no pool checkout. Use one store per thread or process for
+    parallel work.
     """
 
     def __init__(
@@ -52,14 +53,18 @@ class EventStore:
         durability: Durability = "normal",
         create: bool = True,
     ):
-        self.db, self.location = open_database(path_or_url, durability=durability, create=create)
-        self._lock = threading.RLock()
+        self.recorder: Recorder = open_recorder(path_or_url, durability=durability, create=create)
+        self.location = Location.parse(path_or_url)
+
+    @property
+    def db(self) -> "sqlite3.Connection":
+        """The SQLite connection (for tests and tools that inspect a file directly)."""
+        return self.recorder.conn  # type: ignore[attr-defined]
 
     # --- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
-        with self._lock:
-            self.db.close()
+        self.recorder.close()
 
     def __enter__(self) -> "EventStore":
         return self
@@ -72,32 +77,17 @@ class EventStore:
 
     # --- transactions ----------------------------------------------------------------
 
-    @contextmanager
-    def writing(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction that holds the write lock from its start (BEGIN IMMEDIATE)."""
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.db
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-            self.db.execute("COMMIT")
+    def writing(self, conversation_id: str | None = None) -> "AbstractContextManager[Session]":
+        """A write transaction; with a conversation id, it holds that conversation's id lock."""
+        return self.recorder.writing(conversation_id)
 
-    @contextmanager
-    def reading(self) -> Iterator[sqlite3.Connection]:
+    def reading(self) -> "AbstractContextManager[Session]":
         """A read transaction: one consistent snapshot, released at the end."""
-        with self._lock:
-            self.db.execute("BEGIN")
-            try:
-                yield self.db
-            finally:
-                self.db.execute("COMMIT")
+        return self.recorder.reading()
 
-    def data_version(self) -> int:
-        """Changes whenever another connection commits to the file."""
-        with self._lock:
-            return self.db.execute("PRAGMA data_version").fetchone()[0]
+    def version(self, conversation_id: str) -> Any:
+        """Changes whenever another connection commits a write (see ``Recorder.version``)."""
+        return self.recorder.version(conversation_id)
 
     # --- conversations ---------------------------------------------------------------
 
@@ -108,11 +98,8 @@ class EventStore:
         now = datetime.now(timezone.utc).isoformat()
         try:
             with self.writing() as db:
-                db.execute(
-                    "INSERT INTO conversation (id, created_at, metadata) VALUES (?, ?, ?)",
-                    (cid, now, json.dumps(metadata or {})),
-                )
-        except sqlite3.IntegrityError:
+                db.insert_conversation(cid, now, metadata or {})
+        except IntegrityViolation:
             raise ConversationExists(cid) from None
         return Conversation(self, cid)
 
@@ -123,31 +110,32 @@ class EventStore:
 
     def has_conversation(self, id: str) -> bool:
         with self.reading() as db:
-            return db.execute("SELECT 1 FROM conversation WHERE id = ?", (id,)).fetchone() is not None
+            return db.conversation_exists(id)
 
     def __contains__(self, id: object) -> bool:
         return isinstance(id, str) and self.has_conversation(id)
 
     def conversations(self) -> list[ConversationInfo]:
         with self.reading() as db:
-            result = db.execute(
-                "SELECT id, created_at, metadata FROM conversation ORDER BY created_at, id"
-            ).fetchall()
-        return [ConversationInfo(i, c, json.loads(m)) for i, c, m in result]
+            return [ConversationInfo(*row) for row in db.conversations()]
 
     def delete_conversation(self, id: str) -> None:
-        with self.writing() as db:
-            if db.execute("DELETE FROM conversation WHERE id = ?", (id,)).rowcount == 0:
+        with self.writing(id) as db:
+            if not db.delete_conversation(id):
                 raise ConversationNotFound(id)
 
 
 class Conversation:
-    """One conversation's events. Ids are 0, 1, 2, ... assigned inside the write transaction."""
+    """One conversation's events. Ids are 0, 1, 2, ... assigned inside the write transaction.
+
+    A conversation keeps its latest view (``ViewCache``), which its own appends extend.
+    """
 
     def __init__(self, store: EventStore, id: str):
         self.store = store
         self.id = id
-        self._view_cache: Any = None  # set by the view module when a view is first asked for
+        self.views = ViewCache(self)
+        self._version: Any = None  # what the last write of ours left (Session.touch)
 
     def __repr__(self) -> str:
         return f"Conversation({self.id!r})"
@@ -166,71 +154,59 @@ class Conversation:
                 raise MalformedEvent(f"expected an Event, got {type(e).__name__}")
         if not events:
             return []
-        with self.store.writing() as db:
+        with self.store.writing(self.id) as db:
             seqs = self.insert(db, events)
-        self._after_append(events, seqs)
+        self.committed(events, seqs)
         return seqs
 
-    def insert(self, db: sqlite3.Connection, events: list[Event]) -> list[int]:
-        """Insert inside the caller's write transaction; returns the ids given."""
+    def insert(self, db: Session, events: list[Event]) -> list[int]:
+        """Insert inside the caller's write transaction (begun with this conversation's id);
+        returns the ids given. Call ``committed`` once the transaction has committed."""
         first = self._next_id(db)
         seqs = list(range(first, first + len(events)))
         try:
-            db.executemany(
-                rows.INSERT_EVENT, [rows.event_row(self.id, s, e) for s, e in zip(seqs, events)]
-            )
-        except sqlite3.IntegrityError as e:
-            self._explain_integrity_error(db, events, e, first)
+            db.insert_events([event_row(self.id, s, e) for s, e in zip(seqs, events)])
+        except IntegrityViolation:
+            self._explain_integrity_error(db, events, first)
+            raise
         for seq, event in zip(seqs, events):
             if isinstance(event, Condensation):
-                rows.record_condensation(db, self.id, seq, event)
+                condensations.record(db, self.id, seq, event)
+        self._version = db.touch(self.id)
         return seqs
 
-    def _next_id(self, db: sqlite3.Connection) -> int:
-        last = db.execute(
-            "SELECT MAX(id) FROM event WHERE conversation_id = ?", (self.id,)
-        ).fetchone()[0]
-        if last is None and not self._exists(db):
+    def _next_id(self, db: Session) -> int:
+        last = db.last_id(self.id)
+        if last < 0 and not db.conversation_exists(self.id):
             raise ConversationNotFound(self.id)
-        return 0 if last is None else last + 1
+        return last + 1
 
-    def _exists(self, db: sqlite3.Connection) -> bool:
-        return db.execute("SELECT 1 FROM conversation WHERE id = ?", (self.id,)).fetchone() is not None
-
-    def _explain_integrity_error(
-        self, db: sqlite3.Connection, events: list[Event], error: sqlite3.IntegrityError, first: int
-    ) -> None:
-        if not self._exists(db):
+    def _explain_integrity_error(self, db: Session, events: list[Event], first: int) -> None:
+        if not db.conversation_exists(self.id):
             raise ConversationNotFound(self.id) from None
-        dup = rows.duplicate_uid(db, self.id, events, before=first)
+        dup = duplicate_uid(db, self.id, events, before=first)
         if dup is not None:
             raise DuplicateEventId(self.id, dup) from None
-        raise error
 
-    def _after_append(self, events: list[Event], seqs: list[int]) -> None:
+    def committed(self, events: list[Event], seqs: list[int]) -> None:
+        """Events this conversation's ``insert`` stored, now committed: give them their ids
+        and fold them into the cached view."""
         for e, s in zip(events, seqs):
             e.with_seq(s)
-        if self._view_cache is not None:
-            self._view_cache.extend(events)
+        self.views.extend(events, self._version)
 
     # --- reading ---------------------------------------------------------------------
 
     def __len__(self) -> int:
         with self.store.reading() as db:
-            last = db.execute(
-                "SELECT MAX(id) FROM event WHERE conversation_id = ?", (self.id,)
-            ).fetchone()[0]
-        return 0 if last is None else last + 1
+            return db.last_id(self.id) + 1
 
     def get(self, id: int) -> Event:
         with self.store.reading() as db:
-            row = db.execute(
-                "SELECT kind, payload FROM event WHERE conversation_id = ? AND id = ?",
-                (self.id, id),
-            ).fetchone()
+            row = db.event(self.id, id)
         if row is None:
             raise EventNotFound(self.id, id)
-        return rows.decode(row[0], row[1], id)
+        return decode(row[0], row[1], id)
 
     def __getitem__(self, id: int) -> Event:
         return self.get(id)
@@ -249,17 +225,13 @@ class Conversation:
         open while the caller works.
         """
         kind_list = sorted(set(kinds)) if kinds is not None else None
-        where = "conversation_id = ? AND id >= ? AND id < ?"
-        if kind_list is not None:
-            where += f" AND kind IN ({', '.join('?' for _ in kind_list)})"
-        sql = f"SELECT id, kind, payload FROM event WHERE {where} ORDER BY id LIMIT {int(page)}"
         cursor = start
-        end = stop if stop is not None else 2**62
+        end = stop if stop is not None else END
         while True:
             with self.store.reading() as db:
-                batch = db.execute(sql, (self.id, cursor, end, *(kind_list or ()))).fetchall()
+                batch = db.event_page(self.id, cursor, end, page, kind_list)
             for seq, kind, payload in batch:
-                yield rows.decode(kind, payload, seq)
+                yield decode(kind, payload, seq)
             if len(batch) < page:
                 return
             cursor = batch[-1][0] + 1
@@ -275,7 +247,7 @@ class Conversation:
 
         return condense(self, condenser, dry_run=dry_run)
 
-    def step(self, condenser: "Condenser") -> "View":
+    def step(self, condenser: "Condenser") -> View:
         """Condense if needed, store it, and return the view to send to the model."""
         from .condense import step
 
@@ -287,16 +259,33 @@ class Conversation:
 
         return request_condensation(self)
 
-    def view(self, at: int | None = None) -> "View":
+    def view(self, at: int | None = None) -> View:
         """What the agent sees now, or saw right after event ``at``."""
-        from .view import view_of
-
-        return view_of(self, at)
+        view = self.views.get() if at is None else self.views.at(at)
+        view.conversation = self
+        return view
 
     @property
     def metadata(self) -> dict[str, Any]:
         with self.store.reading() as db:
-            row = db.execute("SELECT metadata FROM conversation WHERE id = ?", (self.id,)).fetchone()
-        if row is None:
+            meta = db.metadata(self.id)
+        if meta is None:
             raise ConversationNotFound(self.id)
-        return json.loads(row[0])
+        return meta
+
+
+def duplicate_uid(db: Session, cid: str, events: Iterable[Event], before: int | None = None) -> str | None:
+    """The first external id in ``events`` that repeats within them or is already stored.
+
+    ``before``: only events with smaller ids count as stored. A failed insert may leave the
+    batch's earlier rows in the open transaction; they must not be taken for old ones.
+    """
+    seen: set[str] = set()
+    uids = []
+    for e in events:
+        if e.id in seen:
+            return e.id
+        seen.add(e.id)
+        uids.append(e.id)
+    found = db.ids_of(cid, END if before is None else before, uids)
+    return found[0][1] if found else None

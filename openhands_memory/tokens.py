@@ -92,40 +92,21 @@ _COUNTER_KEY = "token_counter"
 
 def _ensure_counter(conversation: "Conversation", counter: TokenCounter) -> None:
     """Make the cached counts belong to ``counter``, clearing them if another one made them."""
-    store = conversation.store
-    with store.writing() as db:
-        row = db.execute(
-            "SELECT json_extract(metadata, '$.token_counter') FROM conversation WHERE id = ?",
-            (conversation.id,),
-        ).fetchone()
-        if row is not None and row[0] == counter.name:
+    with conversation.store.reading() as db:
+        meta = db.metadata(conversation.id)
+    if meta is None or meta.get(_COUNTER_KEY) == counter.name:
+        return
+    with conversation.store.writing(conversation.id) as db:
+        meta = db.metadata(conversation.id) or {}
+        previous = meta.get(_COUNTER_KEY)
+        if previous == counter.name:
             return
-        if row is not None and row[0] is not None:
+        if previous is not None:
             # Only rows some counter filled need clearing; with no counter recorded there are
             # none, and rewriting every row of a long history would cost seconds.
-            log.info("token counter changed from %s to %s: recounting", row[0], counter.name)
-            db.execute(
-                "UPDATE event SET token_count = NULL WHERE conversation_id = ? AND token_count IS NOT NULL",
-                (conversation.id,),
-            )
-        db.execute(
-            "UPDATE conversation SET metadata = json_set(metadata, '$.token_counter', ?) WHERE id = ?",
-            (counter.name, conversation.id),
-        )
-
-
-def _over_intervals(db, cid: str, intervals: list[tuple[int, int]], select: str, where: str = ""):
-    """Rows of ``select`` over the LLM-visible events of ``intervals``: one statement per few
-    thousand intervals (``view_query.intervals_cte``), whatever the history."""
-    from .view_query import chunks, intervals_cte
-
-    for part in chunks(intervals):
-        cte, params = intervals_cte(part)
-        yield from db.execute(
-            f"{cte}SELECT {select} FROM iv CROSS JOIN event ev ON ev.conversation_id = ? "
-            f"AND ev.id BETWEEN iv.s AND iv.e WHERE ev.llm_visible{where}",
-            (*params, cid),
-        )
+            log.info("token counter changed from %s to %s: recounting", previous, counter.name)
+            db.clear_token_counts(conversation.id)
+        db.set_metadata(conversation.id, {**meta, _COUNTER_KEY: counter.name})
 
 
 class RowTokens:
@@ -152,7 +133,7 @@ class RowTokens:
         conv = self.conversation
         intervals = ranges.complement(view.hidden, view.upto) if view.upto >= 0 else []
         with conv.store.reading() as db:
-            counts = dict(_over_intervals(db, conv.id, intervals, "ev.id, ev.token_count"))
+            counts = db.token_counts(conv.id, intervals)
         missing = [seq for seq, n in counts.items() if n is None]
         if missing:
             counts.update(self._count(missing, view))
@@ -171,10 +152,7 @@ class RowTokens:
                     break
         found = {seq: count_event(self.counter, in_view.get(seq) or conv.get(seq)) for seq in missing}
         with conv.store.writing() as db:
-            db.executemany(
-                "UPDATE event SET token_count = ? WHERE conversation_id = ? AND id = ?",
-                [(n, conv.id, seq) for seq, n in found.items()],
-            )
+            db.set_token_counts(conv.id, found.items())
         return found
 
     def total(self, view: "View") -> int:

@@ -16,7 +16,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
 
-from . import hidden, ranges, view_query
+from . import ranges, view_query
+from .storage import hidden
 from .events import (
     ActionEvent,
     ObservationBase,
@@ -320,7 +321,7 @@ class ViewCache:
 
     def get(self) -> View:
         store = self.conversation.store
-        version = store.data_version()
+        version = store.version(self.conversation.id)
         if self.data is None or version != self.version:
             with store.reading() as db:
                 self.data = view_query.load(db, self.conversation.id)
@@ -372,8 +373,9 @@ class ViewCache:
             self.boundary = None
         return view
 
-    def extend(self, events: list[Event]) -> None:
-        """Fold our own appended events into the cached rows."""
+    def extend(self, events: list[Event], version: Any = None) -> None:
+        """Fold our own appended events into the cached rows; ``version`` is what our write
+        transaction left (see ``Session.touch``)."""
         data = self.data
         if data is None:
             return
@@ -398,15 +400,25 @@ class ViewCache:
                     # Earlier actions of this batch may lie in forgotten ranges (a condensation
                     # landed mid-batch): count the whole batch up to this event in SQL.
                     with self.conversation.store.reading() as db:
-                        data.batch_sizes.update(
-                            view_query.batch_sizes(db, data.conversation_id, e.seq, {rid})
-                        )
+                        data.batch_sizes.update(db.batch_sizes(data.conversation_id, e.seq, {rid}))
                 else:
                     data.batch_sizes[rid] = data.batch_sizes.get(rid, 0) + 1
             if isinstance(e, CondensationRequest):
                 data.last_request = e.seq
-        # Our own commit changed data_version only if someone else wrote too; re-check then.
-        self.version = self.conversation.store.data_version() if self.version is not None else None
+        # Every row up to ours is in the cache (ids were consecutive), so the version our
+        # transaction left is the one the cache now reflects.
+        if self.version is not None:
+            self.version = version if version is not None else self.conversation.store.version(self.conversation.id)
+
+    def clear(self) -> None:
+        """Forget the cached view: the next ``get`` reads it from the database again."""
+        self.data = self.view = self.boundary = None
+        self.new_facts, self.new_events = [], []
+
+    def at(self, seq: int) -> View:
+        """The view as it stood right after event ``seq`` (not cached)."""
+        with self.conversation.store.reading() as db:
+            return View.from_data(view_query.load(db, self.conversation.id, seq))
 
     def _fold_condensation(self, data: view_query.ViewData, cond: Condensation) -> None:
         """Apply a Condensation we just stored to the cached rows in place: drop the rows it
@@ -435,15 +447,3 @@ class ViewCache:
         # The whole view is enforced again (a cut changes what sits next to what).
         self.view, self.boundary = None, None
         self.new_facts, self.new_events = [], []
-
-
-def view_of(conversation: "Conversation", at: int | None = None) -> View:
-    if at is not None:
-        with conversation.store.reading() as db:
-            view = View.from_data(view_query.load(db, conversation.id, at))
-    else:
-        if conversation._view_cache is None:
-            conversation._view_cache = ViewCache(conversation)
-        view = conversation._view_cache.get()
-    view.conversation = conversation
-    return view

@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from openhands_memory import hidden, migrate
+from openhands_memory import migrate
+from openhands_memory.storage import hidden
+from openhands_memory.storage.sqlite import SqliteSession
 from openhands_memory.cli import cli
 from openhands_memory.store import EventStore
 
@@ -370,7 +372,7 @@ def test_doctor_healthy_and_repairs(tmp_path, demo_db):
     with EventStore(db) as store:
         fixed = store.conversation("c").get(12)
         assert fixed.kind == "AgentErrorEvent" and fixed.tool_call_id == "c5" and "interrupted" in fixed.error
-        assert hidden.live(store.db, "c") == [(2, 5)]
+        assert hidden.live(SqliteSession(store.db), "c") == [(2, 5)]
 
 
 def test_doctor_reports_what_it_cannot_fix(tmp_path):
@@ -547,7 +549,7 @@ def test_doctor_rebuilds_condensation_bookkeeping(tmp_path):
     with EventStore(db) as store:
         assert store.db.execute("SELECT condensation_id, start_id, end_id FROM forgotten_range ORDER BY 1, 2").fetchall() == [
             (10, 2, 5), (11, 6, 7)]
-        assert hidden.live(store.db, "c") == [(2, 7)]
+        assert hidden.live(SqliteSession(store.db), "c") == [(2, 7)]
     fixed = json.loads(run("view", db, "c", "--json").output)
     assert [e["id"] for e in fixed["events"]] == [0, None, 1, 8, 9]
     assert expected != fixed  # the broken file showed events it had forgotten

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine
 
 from openhands_memory import migrate
-from openhands_memory.database import inspect_sqlite_file, open_database
+from openhands_memory.database import inspect_sqlite_file, open_location
 from openhands_memory.errors import NotOurDatabase, SchemaError, SchemaTooNew, SchemaTooOld
 from openhands_memory.store import EventStore
 
@@ -55,7 +55,7 @@ def assert_refused_untouched(path: Path, error: type[Exception], *match: str) ->
     with pytest.raises(error) as info:
         EventStore(path)
     with pytest.raises(error):
-        open_database(path)
+        open_location(path)
     message = str(info.value)
     for m in match:
         assert m in message

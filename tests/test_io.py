@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from openhands_memory import hidden
+from openhands_memory.storage import hidden
+from openhands_memory.storage.sqlite import SqliteSession
 from openhands_memory.condensers import AmortizedForgettingCondenser, default_condenser
 from openhands_memory.errors import ConversationExists
 from openhands_memory.events import Condensation
@@ -143,7 +144,7 @@ def condensation_rows(store: EventStore, cid: str) -> list[tuple]:
     rows = store.db.execute(
         "SELECT id, summary, summary_offset FROM condensation WHERE conversation_id = ? ORDER BY id",
         (cid,)).fetchall()
-    return [(*r, hidden.at(store.db, cid, r[0])) for r in rows]
+    return [(*r, hidden.at(SqliteSession(store.db), cid, r[0])) for r in rows]
 
 
 def view_shape(view: View) -> list[tuple]:

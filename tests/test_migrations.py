@@ -256,7 +256,9 @@ def test_every_revision_is_covered():
 def test_0003_turns_fragmented_hidden_unions_into_canonical_runs(tmp_path):
     """A file written by 0002 (the union of forgotten ranges on every condensation row, split
     at every Condensation row) upgrades to the hidden runs the library writes today."""
-    from openhands_memory import hidden, ranges
+    from openhands_memory import ranges
+    from openhands_memory.storage import hidden
+    from openhands_memory.storage.sqlite import SqliteSession
 
     from .sdk_shape import sdk_history
 
@@ -265,9 +267,9 @@ def test_0003_turns_fragmented_hidden_unions_into_canonical_runs(tmp_path):
         conv = store.create_conversation("c")
         conv.append_many(list(sdk_history(400, seed=7)))
         store.create_conversation("other").append_many(list(sdk_history(200, seed=8)))
-        want = {cid: hidden.stored(store.db, cid) for cid in ("c", "other")}
+        want = {cid: hidden.stored(SqliteSession(store.db), cid) for cid in ("c", "other")}
         views = {cid: [e.id for e in store.conversation(cid).view()] for cid in ("c", "other")}
-        assert len(hidden.live(store.db, "c")) == 1  # 13 condensations, one canonical run
+        assert len(hidden.live(SqliteSession(store.db), "c")) == 1  # 13 condensations, one canonical run
     engine = create_engine(f"sqlite:///{db}")
     with engine.begin() as conn:
         migrate.downgrade(conn, "0002")
@@ -290,5 +292,5 @@ def test_0003_turns_fragmented_hidden_unions_into_canonical_runs(tmp_path):
     engine.dispose()
     with EventStore(db) as store:
         for cid in ("c", "other"):
-            assert hidden.stored(store.db, cid) == want[cid]
+            assert hidden.stored(SqliteSession(store.db), cid) == want[cid]
             assert [e.id for e in store.conversation(cid).view()] == views[cid]

@@ -19,10 +19,12 @@ from typing import Any, Callable
 
 import pytest
 
-from openhands_memory import view_query
+from openhands_memory import history, view_query
 from openhands_memory.condensers import LLMSummarizingCondenser
 from openhands_memory.events import Condensation
-from openhands_memory.schema import LOOP_EDGE_WHERE
+from openhands_memory.schema import LOOP_EDGE_WHERE, LOOP_TOOL_KINDS
+from openhands_memory.storage import session
+from openhands_memory.storage.sqlite import SqliteSession
 from openhands_memory.store import EventStore
 
 from . import factories as f
@@ -77,12 +79,13 @@ def record(path: Path, work: Callable[[EventStore], None], tmp_path: Path) -> li
     copy = tmp_path / path.name
     shutil.copy(path, copy)
     store = EventStore(copy)
-    recorder = Recorder(store.db)
-    store.db = recorder  # type: ignore[assignment]
+    sqlite_session = store.recorder.session()
+    recorder = Recorder(sqlite_session.conn)
+    sqlite_session.conn = recorder  # type: ignore[assignment]
     try:
         work(store)
     finally:
-        store.db = recorder._db
+        sqlite_session.conn = recorder._db
         store.close()
     return recorder.statements
 
@@ -188,7 +191,7 @@ def test_batch_counts_use_the_response_index_whatever_the_list(files):
         db = sqlite3.connect(files["analyzed"])
         statements: list[str] = []
         db.set_trace_callback(statements.append)
-        view_query.batch_sizes(db, "sdk", 10**9, rids)
+        SqliteSession(db).batch_sizes("sdk", 10**9, rids)
         db.close()
         for path in files.values():
             chunk = sorted(rids)[:500]
@@ -203,7 +206,8 @@ def test_batch_counts_use_the_response_index_whatever_the_list(files):
 
 def test_loop_edge_query_matches_its_partial_index():
     """The loop-edge seek can use ix_event_loop_edge only if its predicate is the index's."""
-    assert view_query.LOOP_EDGE == f"({LOOP_EDGE_WHERE})"
+    assert session.LOOP_EDGE == f"({LOOP_EDGE_WHERE})"
+    assert set(session.TOOL_KINDS) == set(LOOP_TOOL_KINDS) == history.TOOL_KINDS
 
 
 def vm_steps(path: Path, cid: str) -> int:
@@ -218,7 +222,7 @@ def vm_steps(path: Path, cid: str) -> int:
 
     db.set_progress_handler(tick, 1000)
     try:
-        view_query.load(db, cid)
+        view_query.load(SqliteSession(db), cid)
     finally:
         db.close()
     return steps

@@ -18,7 +18,8 @@ from openhands_memory.errors import (
     MalformedEvent,
 )
 from openhands_memory.events import Condensation, CondensationNote, MessageEvent, PauseEvent
-from openhands_memory import hidden
+from openhands_memory.storage import IntegrityViolation, hidden
+from openhands_memory.storage.sqlite import SqliteSession
 from openhands_memory.store import EventStore
 
 from . import factories as f
@@ -49,7 +50,7 @@ def said(uid: str) -> MessageEvent:
 
 def hidden_of(store: EventStore, conversation_id: str, condensation_id: int) -> list[tuple[int, int]]:
     """The runs hidden right after condensation ``condensation_id``."""
-    return hidden.at(store.db, conversation_id, condensation_id)
+    return hidden.at(SqliteSession(store.db), conversation_id, condensation_id)
 
 
 # --- conversations ------------------------------------------------------------------------
@@ -327,7 +328,7 @@ def test_full_durability(db_path):
 
 
 def test_foreign_keys_enforced(store):
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(IntegrityViolation):
         with store.writing() as db:
             db.execute(
                 "INSERT INTO event (conversation_id, id, kind, source, timestamp, has_thinking, "
@@ -390,7 +391,7 @@ def test_hidden_bookkeeping_grows_with_changes_not_condensations_squared(store, 
         conv.append_many([said(f"a{k}"), said(f"b{k}")])
         conv.append(Condensation(id=f"c{k}", forgotten_event_ids=[f"a{k}"]))
     rows = store.db.execute("SELECT COUNT(*) FROM hidden_run").fetchone()[0]
-    live = hidden.live(store.db, conv.id)
+    live = hidden.live(SqliteSession(store.db), conv.id)
     assert len(live) == 30  # each b{k} is visible and keeps the runs apart
     assert rows == 30  # one new run per condensation, none rewritten
 

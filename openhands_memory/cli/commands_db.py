@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from .. import hidden
+from ..storage import hidden
+from ..storage.sqlite import SqliteSession
 from . import output_format
 from .opening import open_readonly, open_store, readonly_uri, resolve
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number
@@ -194,7 +195,7 @@ def visible_totals(conn: sqlite3.Connection, cid: str) -> tuple[int, int | None,
     )
     visible, tokens, counted = conn.execute(sql, (cid, 0, 2**62)).fetchone()
     tokens = tokens or 0
-    for s, e in hidden.live(conn, cid):
+    for s, e in hidden.live(SqliteSession(conn), cid):
         v, t, c = conn.execute(sql, (cid, s, e)).fetchone()
         visible, tokens, counted = visible - v, tokens - (t or 0), counted - c
     return visible, (tokens if counted else None), counted

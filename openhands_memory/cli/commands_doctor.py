@@ -22,7 +22,9 @@ from typing import Any
 
 import click
 
-from .. import hidden, ranges
+from .. import ranges
+from ..storage import hidden
+from ..storage.sqlite import SqliteSession
 from ..events import OBSERVATION_KINDS
 from . import output_format
 from .opening import open_readonly, open_store
@@ -144,7 +146,8 @@ def check_conversation(db: sqlite3.Connection, cid: str) -> tuple[list[Problem],
         plan.stray_ranges.append(cond)
         problems.append(Problem(cid, "ranges without condensation",
                                 f"forgotten ranges point at condensation {cond}, which does not exist", True, [cond]))
-    want, have = hidden.replay(db, cid), hidden.stored(db, cid)
+    session = SqliteSession(db)
+    want, have = hidden.replay(session, cid), hidden.stored(session, cid)
     if want != have:
         plan.hidden_wrong = True
         first = min(set(want) ^ set(have))[0]
@@ -178,7 +181,7 @@ def check(db: sqlite3.Connection) -> tuple[list[Problem], dict[str, Plan], int, 
 
 def repair(store: Any, plans: dict[str, Plan]) -> list[str]:
     """Carry out every plan in one write transaction; what was done, for the report."""
-    from .. import rows as row_sql
+    from ..storage import condensations
     from ..events import AgentErrorEvent, event_from_json
     from ..store import Conversation
 
@@ -190,10 +193,12 @@ def repair(store: Any, plans: dict[str, Plan]) -> list[str]:
                 done.append(f"{cid}: deleted the ranges of missing condensation {cond}")
             for seq in plan.missing_rows:
                 payload = db.execute("SELECT payload FROM event WHERE conversation_id = ? AND id = ?", (cid, seq)).fetchone()[0]
-                row_sql.record_condensation(db, cid, seq, event_from_json(payload))  # type: ignore[arg-type]
+                condensations.record(db, cid, seq, event_from_json(payload))  # type: ignore[arg-type]
                 done.append(f"{cid}: rebuilt the condensation row of event {seq} from its JSON")
             for seq, runs in plan.missing_ranges.items():
-                db.executemany(row_sql.INSERT_RANGE, [(cid, seq, s, e) for s, e in runs])
+                db.executemany(
+                    "INSERT INTO forgotten_range (conversation_id, condensation_id, start_id, end_id) VALUES (?, ?, ?, ?)",
+                    [(cid, seq, s, e) for s, e in runs])
                 done.append(f"{cid}: recorded the ranges condensation {seq} forgets ({ranges.count(runs)} events)")
             if plan.missing_rows or plan.missing_ranges or plan.stray_ranges or plan.hidden_wrong:
                 changed = hidden.rebuild(db, cid)

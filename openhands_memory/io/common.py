@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import gc
 import json
-import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Union
 
-from .. import ranges, rows
+from .. import ranges
+from ..storage import IntegrityViolation, condensations
+from ..storage.codec import event_row
 from ..errors import ConversationExists, MalformedEvent, OpenHandsMemoryError
 from ..events import EVENT_CLASSES, Condensation, Event, event_from_dict, event_from_json
 
@@ -166,41 +167,6 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
-# The event table's columns, in the order ``rows.INSERT_EVENT`` takes them. The import builds
-# rows itself only while this still matches; otherwise it uses ``rows.event_row``.
-_COLUMNS = (
-    "conversation_id", "id", "kind", "source", "timestamp", "uid", "tool_call_id", "tool_name",
-    "llm_response_id", "has_thinking", "llm_visible", "token_count", "payload",
-)
-
-
-def event_row(conversation_id: str, seq: int, event: Event, raw: str | None) -> tuple[Any, ...]:
-    """The row ``rows.event_row`` makes, with the file's own JSON text as the payload when given.
-
-    The SDK writes each event as ``model_dump_json(exclude_none=True)``, the form the store
-    keeps, so its text can be stored as it is instead of serializing the event again (a
-    quarter of the import's time). The text was just validated into ``event``, so reading it
-    back gives the same event; and exporting writes the file back byte for byte.
-    """
-    if raw is None or rows.EVENT_COLUMNS != _COLUMNS:
-        return rows.event_row(conversation_id, seq, event)
-    return (
-        conversation_id,
-        seq,
-        event.kind,  # type: ignore[attr-defined]
-        event.source,
-        event.timestamp,
-        event.id,
-        getattr(event, "tool_call_id", None),
-        getattr(event, "tool_name", None),
-        getattr(event, "llm_response_id", None),
-        event.has_thinking,
-        type(event).llm_visible,
-        None,
-        raw,
-    )
-
-
 def write_conversation(
     store: "EventStore",
     conversation_id: str,
@@ -220,13 +186,10 @@ def write_conversation(
     """
     checker = Checker()
     now = datetime.now(timezone.utc).isoformat()
-    with no_gc(), store.writing() as db:
+    with no_gc(), store.writing(conversation_id) as db:
         try:
-            db.execute(
-                "INSERT INTO conversation (id, created_at, metadata) VALUES (?, ?, ?)",
-                (conversation_id, now, json.dumps(metadata)),
-            )
-        except sqlite3.IntegrityError:
+            db.insert_conversation(conversation_id, now, metadata)
+        except IntegrityViolation:
             raise ConversationExists(conversation_id) from None
         for batch in batches:
             if not batch:
@@ -234,15 +197,18 @@ def write_conversation(
             first = checker.count
             for item in batch:
                 checker.add(item[0], item[1])
-            db.executemany(
-                rows.INSERT_EVENT,
+            # The file's own JSON text is stored as the payload when there is one: the SDK
+            # writes each event as ``model_dump_json(exclude_none=True)``, the form the store
+            # keeps, and the text was just validated into the event (a quarter of the
+            # import's time is saved, and exporting writes the file back byte for byte).
+            db.insert_events(
                 [event_row(conversation_id, first + k, item[0], item[2] if len(item) > 2 else None)
-                 for k, item in enumerate(batch)],
+                 for k, item in enumerate(batch)]
             )
             for k, item in enumerate(batch):
                 if isinstance(item[0], Condensation):
                     seq = first + k
-                    rows.record_condensation(db, conversation_id, seq, checker.resolved(item[0], seq))
+                    condensations.record(db, conversation_id, seq, checker.resolved(item[0], seq))
             if progress is not None:
                 progress(len(batch))
     result.events = checker.count

@@ -1,0 +1,55 @@
+"""Recording a Condensation: its row, the ranges it forgot, the hidden runs it changes."""
+
+from __future__ import annotations
+
+import json
+
+from .. import ranges
+from ..errors import MalformedEvent
+from ..events import Condensation, CondensationNote
+from . import hidden
+from .session import Session
+
+
+def validated_runs(cond: Condensation, seq: int) -> list[ranges.Run]:
+    runs: list[ranges.Run] = []
+    for start, end in cond.forgotten_ranges or []:
+        if start > end:  # the legacy form allows it and forgets nothing
+            continue
+        if start < 0 or end >= seq:
+            raise MalformedEvent(
+                f"Condensation: field 'forgotten_ranges': [{start}, {end}] must lie within the "
+                f"events before it (0..{seq - 1})"
+            )
+        runs.append((start, end))
+    return runs
+
+
+def forgotten_runs(db: Session, cid: str, seq: int, cond: Condensation) -> list[ranges.Run]:
+    """The id runs a Condensation stored at ``seq`` forgets. External ids that name no stored
+    event (such as the SDK's ``<id>-summary``) are ignored, as the SDK ignores them."""
+    runs = validated_runs(cond, seq)
+    if cond.forgotten_event_ids:
+        runs += ranges.runs_of(i for i, _ in db.ids_of(cid, seq, cond.forgotten_event_ids))
+    return ranges.merge(runs)
+
+
+def record(db: Session, cid: str, seq: int, cond: Condensation) -> None:
+    """Write what a Condensation stored at ``seq`` did, inside the caller's transaction."""
+    runs = forgotten_runs(db, cid, seq, cond)
+    note = cond.note or CondensationNote()
+    db.insert_condensation(
+        cid,
+        seq,
+        (
+            cond.summary,
+            cond.summary_offset,
+            note.strategy,
+            note.reason,
+            json.dumps(note.config) if note.config is not None else None,
+            note.tokens_before,
+            note.tokens_after,
+        ),
+        runs,
+    )
+    hidden.apply(db, cid, seq, runs)

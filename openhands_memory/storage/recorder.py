@@ -1,0 +1,76 @@
+"""The recorder interface: how the library reaches a database, whatever the database.
+
+A recorder owns one connection and hands out sessions (``storage/session.py``): ``writing``
+for a write transaction that keeps per-conversation ids gap-free, ``reading`` for one
+consistent snapshot. Transactions compose: a session passed down runs everything in the
+caller's transaction. ``version`` tells a view cache whether another connection wrote.
+The split follows the eventsourcing library's recorders: one interface, a backend each
+(``sqlite.py``, ``postgres.py``), one contract test suite run against both.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from .session import Session
+
+
+class Recorder(ABC):
+    """One database connection, guarded by a lock (a store is used by one thread at a time;
+    the lock makes a second thread wait instead of corrupting a transaction)."""
+
+    label: str  # the file path or URL, for messages
+    backend: str  # "sqlite" or "postgresql"
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+
+    @abstractmethod
+    def _begin_write(self, session: Session, conversation_id: str | None) -> None:
+        """Start a write transaction; with a conversation id, hold whatever lock keeps that
+        conversation's next id unique until the transaction ends."""
+
+    @abstractmethod
+    def _begin_read(self, session: Session) -> None: ...
+
+    @abstractmethod
+    def _commit(self, session: Session) -> None: ...
+
+    @abstractmethod
+    def _rollback(self, session: Session) -> None: ...
+
+    @abstractmethod
+    def session(self) -> Session: ...
+
+    @abstractmethod
+    def version(self, conversation_id: str) -> Any:
+        """A token that changes when another connection commits a write to the conversation
+        (it may also change for writes elsewhere: a view cache then reads again)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @contextmanager
+    def writing(self, conversation_id: str | None = None) -> Iterator[Session]:
+        with self._lock:
+            session = self.session()
+            try:
+                self._begin_write(session, conversation_id)
+                yield session
+            except BaseException:
+                self._rollback(session)
+                raise
+            self._commit(session)
+
+    @contextmanager
+    def reading(self) -> Iterator[Session]:
+        with self._lock:
+            session = self.session()
+            self._begin_read(session)
+            try:
+                yield session
+            finally:
+                self._rollback(session)

@@ -1,0 +1,376 @@
+"""A transaction on the database, and every statement the library runs inside one.
+
+``Session`` holds the SQL the two backends share, written once with ``?`` placeholders; a
+backend's subclass translates the placeholders and overrides the few statements its SQL
+dialect spells differently. Nothing outside ``storage/`` sees a driver connection, and
+driver errors leave here as the library's own (``IntegrityViolation`` below, or the errors
+in ``errors.py``).
+
+Hot statements carry planner hints, explained in docs/architecture.md ("Stable query
+plans") and held by tests/test_query_plans.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Iterator, Sequence
+
+from ..ranges import Run
+from .codec import EVENT_COLUMNS
+
+END = 2**62  # "no upper bound" for id ranges
+
+# The kinds a tool loop is made of, and the rows that end or start one (non-tool kinds and
+# thinking actions): the partial index ix_event_loop_edge holds exactly the latter. The
+# predicate must match the index's (schema.LOOP_EDGE_WHERE) word for word.
+TOOL_KINDS = ("ActionEvent", "AgentErrorEvent", "ObservationEvent", "UserRejectObservation")
+TOOL_KIND_LIST = ", ".join(f"'{k}'" for k in TOOL_KINDS)
+LOOP_EDGE = f"(kind NOT IN ({TOOL_KIND_LIST}) OR has_thinking)"
+
+INSERT_EVENT = (
+    f"INSERT INTO event ({', '.join(EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in EVENT_COLUMNS)})"
+)
+INSERT_CONDENSATION = (
+    "INSERT INTO condensation (conversation_id, id, summary, summary_offset, strategy, reason, "
+    "config, tokens_before, tokens_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_RANGE = (
+    "INSERT INTO forgotten_range (conversation_id, condensation_id, start_id, end_id) "
+    "VALUES (?, ?, ?, ?)"
+)
+INSERT_CALL = (
+    "INSERT INTO llm_call (conversation_id, condensation_id, created_at, strategy, purpose, "
+    "model, prompt_tokens, completion_tokens, cost_usd, latency_s, outcome, error, response_id, "
+    "attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_HIDDEN = (
+    "INSERT INTO hidden_run (conversation_id, from_id, start_id, end_id, until_id) "
+    "VALUES (?, ?, ?, ?, ?)"
+)
+
+# Intervals go to SQL as a VALUES list, so that reading a view costs a fixed number of
+# statements however many intervals it has.
+CHUNK = 4_000  # intervals per statement (two parameters each)
+
+
+class IntegrityViolation(Exception):
+    """A unique or foreign key constraint refused a write (the driver's error, translated)."""
+
+
+def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class Session:
+    """One transaction's statements. Made by a recorder's ``reading()`` or ``writing()``."""
+
+    #: How the backend joins the intervals' VALUES list to the event table. SQLite's CROSS
+    #: JOIN fixes the order: the list outside, a primary-key range inside.
+    interval_join = "CROSS JOIN"
+    #: SQLite returns those rows in id order already (a sort would copy every payload);
+    #: PostgreSQL needs the ORDER BY.
+    interval_order = ""
+    #: Placeholders of this many parameters at most per statement.
+    max_params = 30_000
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+
+    # --- the driver ----------------------------------------------------------------------
+
+    def sql(self, text: str) -> str:
+        """``text`` in the driver's placeholder style."""
+        return text
+
+    def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            return self.conn.execute(self.sql(text), params)
+        except Exception as e:
+            self.translate(e)
+            raise
+
+    def executemany(self, text: str, rows: Iterable[Sequence[Any]]) -> None:
+        try:
+            self.conn.executemany(self.sql(text), rows)
+        except Exception as e:
+            self.translate(e)
+            raise
+
+    def translate(self, error: Exception) -> None:
+        """Raise the library's error for a driver error, or return to let it pass."""
+
+    def one(self, text: str, params: Sequence[Any] = ()) -> Any:
+        row = self.execute(text, params).fetchone()
+        return None if row is None else row[0]
+
+    def all(self, text: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return [tuple(r) for r in self.execute(text, params).fetchall()]
+
+    def intervals_cte(self, intervals: Sequence[Run]) -> tuple[str, list[int]]:
+        values = ", ".join("(CAST(? AS BIGINT), CAST(? AS BIGINT))" for _ in intervals)
+        return f"WITH iv(s, e) AS (VALUES {values}) ", [x for run in intervals for x in run]
+
+    # --- conversations -------------------------------------------------------------------
+
+    def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
+        self.execute(
+            "INSERT INTO conversation (id, created_at, metadata) VALUES (?, ?, ?)",
+            (cid, created_at, json.dumps(metadata)),
+        )
+
+    def conversation_exists(self, cid: str) -> bool:
+        return self.one("SELECT 1 FROM conversation WHERE id = ?", (cid,)) is not None
+
+    def conversations(self) -> list[tuple[str, str, dict[str, Any]]]:
+        rows = self.all("SELECT id, created_at, metadata FROM conversation ORDER BY created_at, id")
+        return [(i, c, _json(m)) for i, c, m in rows]
+
+    def conversation_ids_like(self, prefix: str, limit: int) -> list[str]:
+        return [r[0] for r in self.all(
+            "SELECT id FROM conversation WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        )]
+
+    def delete_conversation(self, cid: str) -> bool:
+        return self.execute("DELETE FROM conversation WHERE id = ?", (cid,)).rowcount > 0
+
+    def metadata(self, cid: str) -> dict[str, Any] | None:
+        raw = self.one("SELECT metadata FROM conversation WHERE id = ?", (cid,))
+        return None if raw is None else _json(raw)
+
+    def set_metadata(self, cid: str, metadata: dict[str, Any]) -> None:
+        self.execute("UPDATE conversation SET metadata = ? WHERE id = ?", (json.dumps(metadata), cid))
+
+    def touch(self, cid: str) -> Any:
+        """Mark this transaction's write to ``cid`` for other connections' view caches, and
+        return the version it leaves (``Recorder.version``), read inside the transaction so
+        that no later commit by someone else can slip into it."""
+        raise NotImplementedError
+
+    # --- events --------------------------------------------------------------------------
+
+    def last_id(self, cid: str, upto: int = END) -> int:
+        last = self.one("SELECT MAX(id) FROM event WHERE conversation_id = ? AND id <= ?", (cid, upto))
+        return -1 if last is None else last
+
+    def insert_events(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Rows made by ``codec.event_row``."""
+        self.executemany(INSERT_EVENT, rows)
+
+    def event(self, cid: str, seq: int) -> tuple[str, str] | None:
+        row = self.execute(
+            "SELECT kind, payload FROM event WHERE conversation_id = ? AND id = ?", (cid, seq)
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def event_page(
+        self, cid: str, start: int, stop: int, limit: int, kinds: Sequence[str] | None = None,
+        columns: str = "id, kind, payload",
+    ) -> list[tuple]:
+        """Rows with ids in ``[start, stop)``, oldest first, at most ``limit``."""
+        where = "conversation_id = ? AND id >= ? AND id < ?"
+        if kinds is not None:
+            where += f" AND kind IN ({', '.join('?' for _ in kinds)})"
+        return self.all(
+            f"SELECT {columns} FROM event WHERE {where} ORDER BY id LIMIT {int(limit)}",
+            (cid, start, stop, *(kinds or ())),
+        )
+
+    def ids_of(self, cid: str, before: int, uids: Sequence[str]) -> list[tuple[int, str]]:
+        """(id, uid) of the events before ``before`` with these external ids."""
+        found: list[tuple[int, str]] = []
+        for chunk in chunks(list(uids), 500):
+            found += self.all(
+                # "+id" keeps the planner on the uid index: a range on the primary key would
+                # read the whole history.
+                f"SELECT id, uid FROM event WHERE conversation_id = ? AND {self.no_index('id')} < ? "
+                f"AND uid IN ({', '.join('?' for _ in chunk)})",
+                (cid, before, *chunk),
+            )
+        return found
+
+    def no_index(self, column: str) -> str:
+        """``column`` written so that the planner will not pick an index for it (SQLite's
+        unary plus); PostgreSQL's planner needs no such hint."""
+        return f"+{column}"
+
+    # --- condensations -------------------------------------------------------------------
+
+    def insert_condensation(self, cid: str, seq: int, values: Sequence[Any], runs: Sequence[Run]) -> None:
+        """The condensation row (``values``: summary, offset, strategy, reason, config JSON,
+        tokens before, tokens after) and its forgotten ranges."""
+        self.execute(INSERT_CONDENSATION, (cid, seq, *values))
+        self.executemany(INSERT_RANGE, [(cid, seq, s, e) for s, e in runs])
+
+    def latest_condensation(self, cid: str, upto: int = END) -> int | None:
+        return self.one(
+            "SELECT MAX(id) FROM condensation WHERE conversation_id = ? AND id <= ?", (cid, upto)
+        )
+
+    def forgotten_ranges(self, cid: str) -> list[tuple[int, int, int]]:
+        """(condensation, start, end) of every forgotten range, by condensation then start."""
+        return self.all(
+            "SELECT condensation_id, start_id, end_id FROM forgotten_range WHERE conversation_id = ? "
+            "ORDER BY condensation_id, start_id",
+            (cid,),
+        )
+
+    def condensations_with_ranges(self, cid: str) -> list[tuple[int, int | None, int | None]]:
+        """(condensation, start, end) rows, a condensation without ranges once with NULLs."""
+        return self.all(
+            "SELECT c.id, r.start_id, r.end_id FROM condensation c LEFT JOIN forgotten_range r "
+            "ON r.conversation_id = c.conversation_id AND r.condensation_id = c.id "
+            "WHERE c.conversation_id = ? ORDER BY c.id, r.start_id",
+            (cid,),
+        )
+
+    # --- hidden runs (see hidden.py) -----------------------------------------------------
+
+    def hidden_live(self, cid: str) -> list[Run]:
+        return [(s, e) for s, e in self.all(
+            "SELECT start_id, end_id FROM hidden_run "
+            "WHERE conversation_id = ? AND until_id IS NULL ORDER BY start_id",
+            (cid,),
+        )]
+
+    def hidden_at(self, cid: str, condensation_id: int) -> list[Run]:
+        return [(s, e) for s, e in self.all(
+            "SELECT start_id, end_id FROM hidden_run WHERE conversation_id = ? AND from_id <= ? "
+            "AND (until_id IS NULL OR until_id > ?) ORDER BY start_id",
+            (cid, condensation_id, condensation_id),
+        )]
+
+    def any_visible(self, cid: str, lo: int, hi: int) -> bool:
+        return self.one(
+            "SELECT 1 FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? AND llm_visible LIMIT 1",
+            (cid, lo, hi),
+        ) is not None
+
+    def close_hidden(self, cid: str, until: int, starts: Iterable[int]) -> None:
+        self.executemany(
+            "UPDATE hidden_run SET until_id = ? WHERE conversation_id = ? AND until_id IS NULL AND start_id = ?",
+            [(until, cid, s) for s in starts],
+        )
+
+    def open_hidden(self, cid: str, since: int, runs: Iterable[Run]) -> None:
+        self.executemany(INSERT_HIDDEN, [(cid, since, s, e, None) for s, e in runs])
+
+    def hidden_rows(self, cid: str) -> list[tuple[int, int, int, int | None]]:
+        """(from, start, end, until) of every hidden run row, sorted."""
+        return sorted(self.all(
+            "SELECT from_id, start_id, end_id, until_id FROM hidden_run WHERE conversation_id = ?", (cid,)
+        ))
+
+    def replace_hidden(self, cid: str, rows: Iterable[tuple[int, int, int, int | None]]) -> None:
+        self.execute("DELETE FROM hidden_run WHERE conversation_id = ?", (cid,))
+        self.executemany(INSERT_HIDDEN, [(cid, *r) for r in rows])
+
+    # --- the view (see view_query.py) ----------------------------------------------------
+
+    def view_ends(self, cid: str, upto: int) -> tuple[int, int | None, int | None]:
+        """(the last event id <= upto, the newest condensation <= upto, the newest overall)."""
+        last, cond, newest = self.execute(
+            "SELECT (SELECT MAX(id) FROM event WHERE conversation_id = ? AND id <= ?), "
+            "(SELECT MAX(id) FROM condensation WHERE conversation_id = ? AND id <= ?), "
+            "(SELECT MAX(id) FROM condensation WHERE conversation_id = ?)",
+            (cid, upto, cid, upto, cid),
+        ).fetchone()
+        return (-1 if last is None else last), cond, newest
+
+    def over_intervals(
+        self, cid: str, intervals: Sequence[Run], select: str, where: str = ""
+    ) -> Iterator[tuple]:
+        """``SELECT select`` over the event rows (``ev``) of ``intervals``, in id order."""
+        for part in chunks(intervals, CHUNK):
+            cte, params = self.intervals_cte(part)
+            yield from self.execute(
+                f"{cte}SELECT {select} FROM iv {self.interval_join} event ev ON ev.conversation_id = ? "
+                f"AND ev.id BETWEEN iv.s AND iv.e{where}{self.interval_order}",
+                (*params, cid),
+            )
+
+    def view_rows(self, cid: str, intervals: Sequence[Run]) -> Iterator[tuple[int, str, bool, str | None]]:
+        """(id, kind, has_thinking, payload or None when not LLM-visible) of every row."""
+        return self.over_intervals(
+            cid, intervals, "ev.id, ev.kind, ev.has_thinking, CASE WHEN ev.llm_visible THEN ev.payload END"
+        )
+
+    def view_edges(self, cid: str, intervals: Sequence[Run]) -> Iterator[tuple[int, int, int | None, Any]]:
+        """For each interval (s, e): the thinking action whose loop the row before s belongs
+        to, if any, and whether row e + 1 is a tool event that would continue a loop."""
+        for part in chunks(intervals, CHUNK):
+            cte, params = self.intervals_cte(part)
+            yield from self.execute(
+                cte + "SELECT iv.s, iv.e, "
+                "(SELECT CASE WHEN kind = 'ActionEvent' AND has_thinking THEN id END FROM event "
+                f"WHERE conversation_id = ? AND id < iv.s AND {LOOP_EDGE} ORDER BY id DESC LIMIT 1), "
+                f"(SELECT kind IN ({TOOL_KIND_LIST}) AND NOT has_thinking FROM event "
+                "WHERE conversation_id = ? AND id = iv.e + 1) FROM iv",
+                (*params, cid, cid),
+            )
+
+    def batch_sizes(self, cid: str, upto: int, rids: Iterable[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for chunk in chunks(sorted(rids), 500):
+            out.update(self.all(
+                f"SELECT llm_response_id, COUNT(*) FROM event WHERE {self.no_index('conversation_id')} = ? "
+                # Hinted off conversation_id and id: on them the planner may pick the uid or
+                # primary key index and read every row of the conversation. The partial
+                # response-id index is then the only choice: one seek per batch.
+                f"AND kind = 'ActionEvent' AND {self.no_index('id')} <= ? "
+                f"AND llm_response_id IN ({', '.join('?' for _ in chunk)}) "
+                f"GROUP BY llm_response_id",
+                (cid, upto, *chunk),
+            ))
+        return out
+
+    def latest_summary(self, cid: str, upto: int) -> tuple[int, str, str, str, int] | None:
+        """(condensation id, its uid, timestamp, summary, offset) of the newest summary."""
+        row = self.execute(
+            "SELECT c.id, e.uid, e.timestamp, c.summary, c.summary_offset "
+            "FROM condensation c JOIN event e ON e.conversation_id = c.conversation_id AND e.id = c.id "
+            "WHERE c.conversation_id = ? AND c.id <= ? "
+            "AND c.summary IS NOT NULL AND c.summary_offset IS NOT NULL "
+            "ORDER BY c.id DESC LIMIT 1",
+            (cid, upto),
+        ).fetchone()
+        return None if row is None else tuple(row)  # type: ignore[return-value]
+
+    def last_request(self, cid: str, upto: int) -> int | None:
+        return self.one(
+            "SELECT MAX(id) FROM event WHERE conversation_id = ? AND id <= ? "
+            "AND kind = 'CondensationRequest'",
+            (cid, upto),
+        )
+
+    # --- token counts (see tokens.py) ----------------------------------------------------
+
+    def token_counts(self, cid: str, intervals: Sequence[Run]) -> dict[int, int | None]:
+        """Every LLM-visible row's cached token count (None: not counted yet)."""
+        return dict(self.over_intervals(cid, intervals, "ev.id, ev.token_count", " AND ev.llm_visible"))
+
+    def set_token_counts(self, cid: str, counts: Iterable[tuple[int, int]]) -> None:
+        self.executemany(
+            "UPDATE event SET token_count = ? WHERE conversation_id = ? AND id = ?",
+            [(n, cid, seq) for seq, n in counts],
+        )
+
+    def clear_token_counts(self, cid: str) -> None:
+        self.execute(
+            "UPDATE event SET token_count = NULL WHERE conversation_id = ? AND token_count IS NOT NULL",
+            (cid,),
+        )
+
+    # --- the ledger ----------------------------------------------------------------------
+
+    def insert_llm_calls(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Rows in ``INSERT_CALL`` column order."""
+        self.executemany(INSERT_CALL, rows)
+
+
+def _json(value: Any) -> Any:
+    """A JSON column's value: SQLite hands back text, PostgreSQL the decoded object."""
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
