@@ -28,3 +28,6 @@ def store(db_path):
 @pytest.fixture
 def conv(store):
     return store.create_conversation("c1")
+
+
+from .backends import database_url, postgres_database_factory  # noqa: E402,F401

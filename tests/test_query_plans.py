@@ -264,3 +264,108 @@ def test_view_statements_use_their_index(files, which, tmp_path):
         assert found, needle
         for sql, params in found:
             assert any(index in line for line in plan(files[which], sql, params)), (sql, index)
+
+
+# --- PostgreSQL -------------------------------------------------------------------------------
+
+
+class PgRecorder:
+    """Stands in for a psycopg connection and records what is executed through it."""
+
+    def __init__(self, conn: Any):
+        self._conn = conn
+        self.statements: list[tuple[str, tuple]] = []
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        self.statements.append((sql, tuple(params)))
+        return self._conn.execute(sql, params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+@pytest.fixture(scope="module")
+def pg_file(postgres_database_factory) -> str:
+    """A realistic PostgreSQL database, with planner statistics."""
+    url = postgres_database_factory()
+    build(url, 1_500)  # type: ignore[arg-type]
+    with EventStore(url) as store:  # a fleet's worth of conversations: a realistic planner
+        for i in range(300):
+            store.create_conversation(f"fleet-{i:03}").append_many([f.system(), f.user()])
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+    return url
+
+
+# The tables whose rows grow with histories. (PostgreSQL rightly scans a conversation table of
+# a few hundred rows, a page or two; with a fleet's worth its statistics choose the key.)
+PG_HISTORY_TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "llm_call")
+PG_COLUMNS = {"conversation_id", "id", "uid", "llm_response_id", "kind", "from_id", "start_id", "until_id",
+              "condensation_id", "token_count", "llm_visible"}
+
+
+def pg_bad_nodes(sql: str, plan: dict, parent: str | None = None) -> list[str]:
+    """Plan nodes that read a history table whole, or a conversation's rows by its id alone.
+    (A Bitmap Index Scan names no table: it reads its parent Bitmap Heap Scan's.)"""
+    bad = []
+    node_type = plan.get("Node Type", "")
+    relation = plan.get("Relation Name") or parent
+    if relation in PG_HISTORY_TABLES and node_type == "Seq Scan":
+        bad.append(f"{node_type} on {relation}")
+    cond = plan.get("Index Cond", "")
+    few = plan.get("Index Name") in FEW_ROWS
+    columns = {w for w in re.findall(r"[a-z_]+", re.sub(r"'[^']*'|::\w+", "", cond)) if w in PG_COLUMNS}
+    if relation in PG_HISTORY_TABLES and columns == {"conversation_id"} and not (few or ONE_ROW_SEEK.search(sql)):
+        bad.append(f"{node_type} on {relation} by {cond}")
+    for child in plan.get("Plans", []):
+        bad += pg_bad_nodes(sql, child, relation if node_type == "Bitmap Heap Scan" else None)
+    return bad
+
+
+PG_WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written]
+
+
+@pytest.mark.parametrize("work", PG_WORK, ids=[w.__name__ for w in PG_WORK])
+def test_postgres_hot_statements_use_indexes(pg_file, work, postgres_database_factory):
+    import psycopg
+
+    url = postgres_database_factory(template=pg_file)
+    store = EventStore(url)
+    session = store.recorder.session()
+    recorder = PgRecorder(session.conn)
+    session.conn = recorder  # type: ignore[assignment]
+    try:
+        work(store)
+    finally:
+        session.conn = recorder._conn
+        store.close()
+    checked = 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        for sql, params in dict.fromkeys(recorder.statements):
+            if re.match(r"\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SELECT pg_advisory)", sql, re.I):
+                continue
+            conn.execute("BEGIN")
+            try:
+                # A test database is small enough that a sequential scan of a few pages wins;
+                # with scans priced out, the plan shows which index the query can use at a
+                # production size, and a scan that remains means there is none.
+                conn.execute("SET LOCAL enable_seqscan = off")
+                (plan,) = conn.execute(f"EXPLAIN (FORMAT JSON) {sql}", params).fetchone()[0]
+            finally:
+                conn.execute("ROLLBACK")
+            assert not pg_bad_nodes(sql, plan["Plan"]), f"{sql}\n  plan: {plan['Plan']}"
+            checked += 1
+    assert checked >= 3
+
+
+def test_the_postgres_check_catches_a_read_by_conversation_alone(pg_file):
+    import psycopg
+
+    with psycopg.connect(pg_file, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")
+        for sql in ("SELECT COUNT(*) FROM event WHERE conversation_id = 'sdk'",
+                    "SELECT COUNT(*) FROM event WHERE tool_name = 'terminal'"):
+            (plan,) = conn.execute(f"EXPLAIN (FORMAT JSON) {sql}").fetchone()[0]
+            assert pg_bad_nodes(sql, plan["Plan"]), plan

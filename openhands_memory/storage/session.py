@@ -66,9 +66,9 @@ def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 class Session:
     """One transaction's statements. Made by a recorder's ``reading()`` or ``writing()``."""
 
-    #: How the backend joins the intervals' VALUES list to the event table. SQLite's CROSS
-    #: JOIN fixes the order: the list outside, a primary-key range inside.
-    interval_join = "CROSS JOIN"
+    #: How the backend joins the intervals' VALUES list to the event table (``ev``). SQLite's
+    #: CROSS JOIN fixes the order: the list outside, a primary-key range inside.
+    interval_join = "iv CROSS JOIN event ev ON ev.conversation_id = ? AND ev.id BETWEEN iv.s AND iv.e"
     #: SQLite returns those rows in id order already (a sort would copy every payload);
     #: PostgreSQL needs the ORDER BY.
     interval_order = ""
@@ -286,8 +286,7 @@ class Session:
         for part in chunks(intervals, CHUNK):
             cte, params = self.intervals_cte(part)
             yield from self.execute(
-                f"{cte}SELECT {select} FROM iv {self.interval_join} event ev ON ev.conversation_id = ? "
-                f"AND ev.id BETWEEN iv.s AND iv.e{where}{self.interval_order}",
+                f"{cte}SELECT {select} FROM {self.interval_join}{where}{self.interval_order}",
                 (*params, cid),
             )
 
