@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .errors import ConcurrentCondensation
-from .events import Condensation, CondensationRequest
+from .events import Condensation
 from .view import View
 
 if TYPE_CHECKING:
@@ -102,9 +102,3 @@ def step(conversation: "Conversation", condenser: "Condenser") -> View:
     if isinstance(result, Condensation):
         return conversation.view()
     return result
-
-
-def request_condensation(conversation: "Conversation") -> int:
-    """Ask the condenser to condense at the next step (as a context-window error does)."""
-    return conversation.append(CondensationRequest())
-

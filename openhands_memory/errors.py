@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 
 class OpenHandsMemoryError(Exception):
     """Base of every error this library raises on purpose."""
@@ -12,12 +14,9 @@ class MalformedEvent(OpenHandsMemoryError, ValueError):
 
 
 class UnknownEventKind(MalformedEvent):
-    def __init__(self, kind: object):
-        from .events import EVENT_CLASSES  # late import: events imports this module
-
+    def __init__(self, kind: object, known: Iterable[str]):
         self.kind = kind
-        known = ", ".join(sorted(EVENT_CLASSES))
-        super().__init__(f"unknown event kind {kind!r}; known kinds: {known}")
+        super().__init__(f"unknown event kind {kind!r}; known kinds: {', '.join(sorted(known))}")
 
 
 class ConversationNotFound(OpenHandsMemoryError, LookupError):

@@ -408,7 +408,7 @@ def event_from_dict(data: Any) -> Event:
         raise MalformedEvent("field 'kind': missing (every event names its kind)")
     cls = EVENT_CLASSES.get(kind)
     if cls is None:
-        raise UnknownEventKind(kind)
+        raise UnknownEventKind(kind, EVENT_CLASSES)
     try:
         return cls.model_validate(data)
     except ValidationError as e:

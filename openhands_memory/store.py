@@ -17,7 +17,7 @@ from .errors import (
     EventNotFound,
     MalformedEvent,
 )
-from .events import Condensation, Event
+from .events import Condensation, CondensationRequest, Event
 from .storage import END, IntegrityViolation, Recorder, Session, condensations, open_recorder
 from .storage.codec import decode, event_row
 from .view import View, ViewCache
@@ -239,25 +239,22 @@ class Conversation:
     def __iter__(self) -> Iterator[Event]:
         return self.events()
 
-    # --- condensing (see condense.py) -----------------------------------------------
+    # --- condensing ----------------------------------------------------------------
+    # The condenser runs itself against this conversation (condense.py, a layer above): the
+    # conversation knows nothing of strategies.
 
     def condense(self, condenser: "Condenser", *, dry_run: bool = False) -> "View | Condensation":
         """Run ``condenser`` on the current view; a Condensation is stored unless ``dry_run``."""
-        from .condense import condense
-
-        return condense(self, condenser, dry_run=dry_run)
+        return condenser.run(self, dry_run=dry_run)
 
     def step(self, condenser: "Condenser") -> View:
         """Condense if needed, store it, and return the view to send to the model."""
-        from .condense import step
-
-        return step(self, condenser)
+        return condenser.step(self)
 
     def request_condensation(self) -> int:
-        """Append a CondensationRequest: the next step must condense."""
-        from .condense import request_condensation
-
-        return request_condensation(self)
+        """Append a CondensationRequest: the next step must condense (as a context-window
+        error does)."""
+        return self.append(CondensationRequest())
 
     def view(self, at: int | None = None) -> View:
         """What the agent sees now, or saw right after event ``at``."""

@@ -54,29 +54,6 @@ class CharEstimate:
         return math.ceil(len(json.dumps(messages, ensure_ascii=False)) / CHARS_PER_TOKEN)
 
 
-@dataclass(frozen=True)
-class LiteLLMCounter:
-    """litellm's tokenizer for ``model`` (tiktoken for OpenAI models, a default otherwise)."""
-
-    model: str
-
-    @property
-    def name(self) -> str:
-        return f"litellm:{self.model}"
-
-    def count(self, messages: list[dict]) -> int:
-        from .llm import count_tokens
-
-        return count_tokens(self.model, messages) if messages else 0
-
-
-def counter_for(tokenizer: str | None) -> TokenCounter:
-    """``"chars/4"`` (or None) for the estimate, otherwise a model name for litellm's tokenizer."""
-    if tokenizer in (None, "", ESTIMATE):
-        return CharEstimate()
-    return LiteLLMCounter(tokenizer)
-
-
 def count_event(counter: TokenCounter, e: Event) -> int:
     return counter.count(event_messages(e))
 

@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 import pytest
 
-from openhands_memory import history, view_query
+from openhands_memory.view import history
+from openhands_memory.view import query as view_query
 from openhands_memory.condensers import LLMSummarizingCondenser
 from openhands_memory.events import Condensation
 from openhands_memory.schema import LOOP_EDGE_WHERE, LOOP_TOOL_KINDS

@@ -32,7 +32,7 @@ from openhands_memory.events import (
     CondensationSummaryEvent,
     Event,
 )
-from openhands_memory.manipulation import ManipulationIndices
+from openhands_memory.view.manipulation import ManipulationIndices
 from openhands_memory.store import EventStore
 from openhands_memory.view import View, manipulation_indices
 

@@ -79,7 +79,8 @@ def _forgotten_positions(view: Any, cond: Any) -> list[int]:
 
 def _estimate(view: Any, cond: Any, forgotten: list[int]) -> tuple[int, int]:
     from ..events import CondensationSummaryEvent
-    from ..tokens import count_event, counter_for
+    from ..condensers.tokenizers import counter_for
+    from ..tokens import count_event
 
     counter = counter_for("chars/4")
     gone = set(forgotten)

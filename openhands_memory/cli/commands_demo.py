@@ -118,7 +118,8 @@ def demo(db: str) -> None:
         click.echo()
         final = conv.view()
         echo_view(conv.id, final)
-        from ..tokens import count_events, counter_for
+        from ..condensers.tokenizers import counter_for
+        from ..tokens import count_events
 
         counter = counter_for("chars/4")
         everything = [e for e in conv.events() if type(e).llm_visible]

@@ -16,7 +16,7 @@ import enum
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from ..errors import ConfigError, NoCondensationAvailable
 from ..events import (
@@ -26,8 +26,12 @@ from ..events import (
     Event,
     SystemPromptEvent,
 )
-from ..tokens import RowTokens, TokenCounter, count_event, counter_for
+from ..tokens import RowTokens, TokenCounter, count_event
+from .tokenizers import counter_for
 from ..view import View
+
+if TYPE_CHECKING:
+    from ..store import Conversation
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,19 @@ class Condenser(ABC):
     def take_calls(self) -> list[Any]:
         """LLM calls made since the last take (for the ledger); none for most strategies."""
         return []
+
+    def run(self, conversation: "Conversation", *, dry_run: bool = False) -> View | Condensation:
+        """Condense ``conversation``'s current view; a Condensation is stored unless
+        ``dry_run`` (see condense.py)."""
+        from ..condense import condense
+
+        return condense(conversation, self, dry_run=dry_run)
+
+    def step(self, conversation: "Conversation") -> View:
+        """Condense if needed, store it, and return the view to send to the model."""
+        from ..condense import step
+
+        return step(conversation, self)
 
 
 def forgotten_runs(view: View, positions: Sequence[int]) -> list[tuple[int, int]]:

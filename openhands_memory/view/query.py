@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import ranges
-from .events import Event
+from .. import ranges
+from ..events import Event
 from .history import RowFacts, TailHistory, loop_spans
-from .storage import END, Session, hidden
-from .storage.codec import decode
+from ..storage import END, Session, hidden
+from ..storage.codec import decode
 
 
 @dataclass(frozen=True)

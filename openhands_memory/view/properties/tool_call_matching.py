@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..events import ActionEvent, Event, ObservationBase
+from ...events import ActionEvent, Event, ObservationBase
 from ..manipulation import ManipulationIndices
 from . import History
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..events import Event, ObservationBase
+from ...events import Event, ObservationBase
 from ..manipulation import ManipulationIndices
 from . import History
 

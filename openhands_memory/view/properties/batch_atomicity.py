@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Sequence
 
-from ..events import ActionEvent, Event
+from ...events import ActionEvent, Event
 from ..manipulation import ManipulationIndices
 from . import History
 

@@ -1,232 +1,21 @@
-"""The view: what the model is shown, computed from SQL rows rather than by replaying history.
-
-Semantics (see docs/architecture.md):
-* the LLM-visible events whose id lies in no forgotten range, in id order;
-* the summary of the newest condensation that has both a summary and an offset, inserted at
-  that offset (clamped to the end) as a user-role ``CondensationSummaryEvent``;
-* ``unhandled_condensation_request``: a CondensationRequest newer than the last Condensation;
-* then the four well-formedness properties are enforced as a fallback, with a warning naming
-  what was dropped.
-"""
+"""A conversation's latest view, kept in memory and extended as the agent appends."""
 
 from __future__ import annotations
 
 import bisect
-import logging
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
 
-from . import ranges, view_query
-from .storage import hidden
-from .events import (
-    ActionEvent,
-    ObservationBase,
-    Condensation,
-    CondensationRequest,
-    CondensationSummaryEvent,
-    Event,
-)
-from .history import ListHistory, RowFacts, TailHistory, loop_spans
-from .manipulation import ManipulationIndices
-from .properties import (
-    History,
-    batch_atomicity,
-    observation_uniqueness,
-    tool_call_matching,
-    tool_loop_atomicity,
-)
+from .. import ranges
+from ..events import ActionEvent, Condensation, CondensationRequest, Event, ObservationBase
+from ..storage import hidden
+from . import query
+from .enforcement import enforce, warn
+from .history import RowFacts, TailHistory, loop_spans
+from .view import View
 
 if TYPE_CHECKING:
-    from .store import Conversation
-
-log = logging.getLogger(__name__)
-
-# Order matters: after any drop, enforcement starts again from the first property.
-PROPERTIES = (observation_uniqueness, batch_atomicity, tool_call_matching, tool_loop_atomicity)
-
-
-@dataclass(frozen=True)
-class Dropped:
-    """Events enforcement removed, and which property removed them."""
-
-    property: str
-    ids: tuple[str, ...]  # external ids
-    seqs: tuple[int | None, ...]  # ids in the store
-
-
-def enforce(events: Sequence[Event], history: History) -> tuple[list[Event], list[Dropped]]:
-    """Apply the properties to a fixpoint. Returns the kept events and what was dropped."""
-    kept = list(events)
-    dropped: list[Dropped] = []
-    restart = True
-    while restart:
-        restart = False
-        for prop in PROPERTIES:
-            drop = prop.enforce(kept, history)
-            if drop:
-                name = prop.__name__.rsplit(".", 1)[-1]
-                gone = [e for e in kept if e.id in drop]
-                dropped.append(Dropped(name, tuple(e.id for e in gone), tuple(e.seq for e in gone)))
-                kept = [e for e in kept if e.id not in drop]
-                restart = True
-                break
-    return kept, dropped
-
-
-def manipulation_indices(events: Sequence[Event]) -> ManipulationIndices:
-    full = ManipulationIndices.complete(len(events))
-    return full.intersect(p.manipulation_indices(events) for p in PROPERTIES)
-
-
-@dataclass
-class View:
-    """The events to send to the model, with what a condenser needs to know about them."""
-
-    events: list[Event]
-    unhandled_condensation_request: bool = False
-    conversation_id: str | None = None
-    upto: int = -1  # the last event id this view reflects
-    last_condensation: int | None = None
-    dropped: list[Dropped] = field(default_factory=list)
-    hidden: list[tuple[int, int]] = field(default_factory=list, repr=False)
-    # Store ids of events a rewrite (masking) replaced with an in-memory version.
-    replaced: frozenset[int] = frozenset()
-    conversation: "Conversation | None" = field(default=None, repr=False, compare=False)
-    _indices: ManipulationIndices | None = field(default=None, repr=False, compare=False)
-    # Messages are built once per view; a view extended from another (see ViewCache) builds
-    # only its new events' messages on top of the other's.
-    _messages: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
-    _base: "View | None" = field(default=None, repr=False, compare=False)
-
-    # --- list-like -------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self.events)
-
-    def __iter__(self) -> Iterator[Event]:
-        return iter(self.events)
-
-    @overload
-    def __getitem__(self, i: int) -> Event: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Event]: ...
-    def __getitem__(self, i):
-        return self.events[i]
-
-    @property
-    def ids(self) -> list[int | None]:
-        """Each event's id in the store; None for the summary, which is derived."""
-        return [e.seq for e in self.events]
-
-    # --- condenser support -----------------------------------------------------------
-
-    @property
-    def manipulation_indices(self) -> ManipulationIndices:
-        if self._indices is None:
-            self._indices = manipulation_indices(self.events)
-        return self._indices
-
-    def find_next(self, threshold: int) -> int | None:
-        return self.manipulation_indices.find_next(threshold)
-
-    @property
-    def summary_event(self) -> CondensationSummaryEvent | None:
-        for e in self.events:
-            if isinstance(e, CondensationSummaryEvent):
-                return e
-        return None
-
-    def with_events(self, events: list[Event]) -> "View":
-        """A rewritten view (for masking strategies) that keeps this one's flags."""
-        mine = {id(e) for e in self.events}
-        replaced = {e.seq for e in events if id(e) not in mine and e.seq is not None}
-        return View(
-            events=events,
-            unhandled_condensation_request=self.unhandled_condensation_request,
-            conversation_id=self.conversation_id,
-            upto=self.upto,
-            last_condensation=self.last_condensation,
-            hidden=self.hidden,
-            replaced=self.replaced | replaced,
-            conversation=self.conversation,
-        )
-
-    def to_messages(self) -> list[dict[str, Any]]:
-        """The provider messages for this view (a fresh copy on every call: mutate freely)."""
-        from .messages import events_to_messages, fresh
-
-        if self._messages is None:
-            base = self._base
-            if base is not None and base._messages is not None:
-                self._messages = events_to_messages(self.events[len(base.events):], after=base._messages)
-            else:
-                self._messages = events_to_messages(self.events)
-            self._base = None
-        return [fresh(m) for m in self._messages]
-
-    # --- construction ----------------------------------------------------------------
-
-    @classmethod
-    def from_events(cls, events: Sequence[Event]) -> "View":
-        """The view of an in-memory history (each event with its ``seq``, or given in order).
-
-        This is the plain fold the SQL view must agree with: union of forgotten ids, newest
-        summary at its offset, then enforcement.
-        """
-        seqd = [e if e.seq is not None else e.model_copy().with_seq(i) for i, e in enumerate(events)]
-        by_uid = {e.id: e.seq for e in seqd}
-        forgotten: set[int] = set()
-        summary: tuple[Condensation, int] | None = None
-        last_cond = last_req = None
-        for e in seqd:
-            if isinstance(e, Condensation):
-                for s, t in e.forgotten_ranges or []:
-                    forgotten.update(range(s, t + 1))
-                forgotten.update(by_uid[u] for u in e.forgotten_event_ids if u in by_uid and by_uid[u] < e.seq)  # type: ignore[operator]
-                if e.has_summary_metadata:
-                    summary = (e, e.summary_offset)  # type: ignore[assignment]
-                last_cond = e.seq
-            elif isinstance(e, CondensationRequest):
-                last_req = e.seq
-        visible = [e for e in seqd if type(e).llm_visible and e.seq not in forgotten]
-        if summary is not None:
-            cond, offset = summary
-            visible.insert(min(offset, len(visible)), _summary_event(cond.id, cond.timestamp, cond.summary or ""))
-        kept, dropped = enforce(visible, ListHistory(seqd))
-        _warn(dropped)
-        unhandled = last_req is not None and (last_cond is None or last_req > last_cond)
-        return cls(kept, unhandled, None, len(seqd) - 1, last_cond, dropped)
-
-    @classmethod
-    def from_data(cls, data: view_query.ViewData) -> "View":
-        visible = [data.events[f.seq] for f in data.facts if f.seq in data.events]
-        if data.summary is not None:
-            s = data.summary
-            visible.insert(min(s.offset, len(visible)), _summary_event(s.condensation_uid, s.timestamp, s.text))
-        kept, dropped = enforce(visible, data.history())
-        _warn(dropped)
-        return cls(
-            kept,
-            data.unhandled_request,
-            data.conversation_id,
-            data.upto,
-            data.last_condensation,
-            dropped,
-            hidden=list(data.hidden),
-        )
-
-
-def _summary_event(condensation_uid: str, timestamp: str, text: str) -> CondensationSummaryEvent:
-    # The id follows the SDK's "<condensation id>-summary" convention.
-    return CondensationSummaryEvent(
-        id=f"{condensation_uid}-summary", timestamp=timestamp, summary=text, source="environment"
-    )
-
-
-def _warn(dropped: list[Dropped]) -> None:
-    for d in dropped:
-        names = ", ".join(str(s) if s is not None else u for s, u in zip(d.seqs, d.ids))
-        log.warning("view: %s dropped %d event(s): %s", d.property, len(d.ids), names)
+    from ..store import Conversation
 
 
 @dataclass
@@ -312,7 +101,7 @@ class ViewCache:
 
     def __init__(self, conversation: "Conversation"):
         self.conversation = conversation
-        self.data: view_query.ViewData | None = None
+        self.data: query.ViewData | None = None
         self.version: int | None = None
         self.view: View | None = None
         self.boundary: Boundary | None = None
@@ -324,7 +113,7 @@ class ViewCache:
         version = store.version(self.conversation.id)
         if self.data is None or version != self.version:
             with store.reading() as db:
-                self.data = view_query.load(db, self.conversation.id)
+                self.data = query.load(db, self.conversation.id)
             self.version = version
             self.view = None
         if self.view is not None and self.new_facts:
@@ -357,7 +146,7 @@ class ViewCache:
         else:
             history = TailHistory(data.batch_sizes, loop_spans(self.new_facts))
             kept, dropped = enforce(self.new_events, history)
-            _warn(dropped)
+            warn(dropped)
         view = View(
             old.events + kept,
             data.unhandled_request,
@@ -418,9 +207,9 @@ class ViewCache:
     def at(self, seq: int) -> View:
         """The view as it stood right after event ``seq`` (not cached)."""
         with self.conversation.store.reading() as db:
-            return View.from_data(view_query.load(db, self.conversation.id, seq))
+            return View.from_data(query.load(db, self.conversation.id, seq))
 
-    def _fold_condensation(self, data: view_query.ViewData, cond: Condensation) -> None:
+    def _fold_condensation(self, data: query.ViewData, cond: Condensation) -> None:
         """Apply a Condensation we just stored to the cached rows in place: drop the rows it
         hid, move the summary, and ask SQL only for the new hidden runs and interval edges."""
         assert cond.seq is not None
@@ -428,7 +217,7 @@ class ViewCache:
         with self.conversation.store.reading() as db:
             runs = hidden.live(db, cid)
             intervals = ranges.complement(runs, cond.seq)
-            data.open_loop_at, data.continues_after = view_query.edges(db, cid, intervals, cond.seq)
+            data.open_loop_at, data.continues_after = query.edges(db, cid, intervals, cond.seq)
         starts = [s for s, _ in runs]
 
         def shown(seq: int) -> bool:
@@ -441,7 +230,7 @@ class ViewCache:
         data.hidden = runs
         data.upto = data.last_condensation = cond.seq
         if cond.has_summary_metadata:
-            data.summary = view_query.Summary(
+            data.summary = query.Summary(
                 cond.seq, cond.id, cond.timestamp, cond.summary or "", cond.summary_offset or 0
             )
         # The whole view is enforced again (a cut changes what sits next to what).

@@ -1,0 +1,68 @@
+"""Enforcing the four well-formedness properties, and the cut positions they allow.
+
+Enforcement drops what breaks a property and starts again from the first property after any
+drop (observation uniqueness, batch atomicity, tool-call matching, tool-loop atomicity), to a
+fixpoint; what was dropped is logged as a warning naming the ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..events import Event
+from .manipulation import ManipulationIndices
+from .properties import (
+    History,
+    Property,
+    batch_atomicity,
+    observation_uniqueness,
+    tool_call_matching,
+    tool_loop_atomicity,
+)
+
+log = logging.getLogger(__name__)
+
+# Order matters: after any drop, enforcement starts again from the first property.
+PROPERTIES: tuple[Property, ...] = (observation_uniqueness, batch_atomicity, tool_call_matching, tool_loop_atomicity)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Events enforcement removed, and which property removed them."""
+
+    property: str
+    ids: tuple[str, ...]  # external ids
+    seqs: tuple[int | None, ...]  # ids in the store
+
+
+def enforce(events: Sequence[Event], history: History) -> tuple[list[Event], list[Dropped]]:
+    """Apply the properties to a fixpoint. Returns the kept events and what was dropped."""
+    kept = list(events)
+    dropped: list[Dropped] = []
+    restart = True
+    while restart:
+        restart = False
+        for prop in PROPERTIES:
+            drop = prop.enforce(kept, history)
+            if drop:
+                name = prop.__name__.rsplit(".", 1)[-1]
+                gone = [e for e in kept if e.id in drop]
+                dropped.append(Dropped(name, tuple(e.id for e in gone), tuple(e.seq for e in gone)))
+                kept = [e for e in kept if e.id not in drop]
+                restart = True
+                break
+    return kept, dropped
+
+
+def manipulation_indices(events: Sequence[Event]) -> ManipulationIndices:
+    full = ManipulationIndices.complete(len(events))
+    return full.intersect(p.manipulation_indices(events) for p in PROPERTIES)
+
+
+
+def warn(dropped: list[Dropped]) -> None:
+    for d in dropped:
+        names = ", ".join(str(s) if s is not None else u for s, u in zip(d.seqs, d.ids))
+        log.warning("view: %s dropped %d event(s): %s", d.property, len(d.ids), names)

@@ -1,0 +1,169 @@
+"""The view: what the model is shown, computed from SQL rows rather than by replaying history.
+
+Semantics (see docs/architecture.md):
+* the LLM-visible events whose id lies in no forgotten range, in id order;
+* the summary of the newest condensation that has both a summary and an offset, inserted at
+  that offset (clamped to the end) as a user-role ``CondensationSummaryEvent``;
+* ``unhandled_condensation_request``: a CondensationRequest newer than the last Condensation;
+* then the four well-formedness properties are enforced as a fallback, with a warning naming
+  what was dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
+
+from ..events import Condensation, CondensationRequest, CondensationSummaryEvent, Event
+from .enforcement import Dropped, enforce, manipulation_indices, warn
+from .history import ListHistory
+from .manipulation import ManipulationIndices
+from .query import ViewData
+
+if TYPE_CHECKING:
+    from ..store import Conversation
+
+
+@dataclass
+class View:
+    """The events to send to the model, with what a condenser needs to know about them."""
+
+    events: list[Event]
+    unhandled_condensation_request: bool = False
+    conversation_id: str | None = None
+    upto: int = -1  # the last event id this view reflects
+    last_condensation: int | None = None
+    dropped: list[Dropped] = field(default_factory=list)
+    hidden: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    # Store ids of events a rewrite (masking) replaced with an in-memory version.
+    replaced: frozenset[int] = frozenset()
+    conversation: "Conversation | None" = field(default=None, repr=False, compare=False)
+    _indices: ManipulationIndices | None = field(default=None, repr=False, compare=False)
+    # Messages are built once per view; a view extended from another (see ViewCache) builds
+    # only its new events' messages on top of the other's.
+    _messages: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    _base: "View | None" = field(default=None, repr=False, compare=False)
+
+    # --- list-like -------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Event]: ...
+    def __getitem__(self, i):
+        return self.events[i]
+
+    @property
+    def ids(self) -> list[int | None]:
+        """Each event's id in the store; None for the summary, which is derived."""
+        return [e.seq for e in self.events]
+
+    # --- condenser support -----------------------------------------------------------
+
+    @property
+    def manipulation_indices(self) -> ManipulationIndices:
+        if self._indices is None:
+            self._indices = manipulation_indices(self.events)
+        return self._indices
+
+    def find_next(self, threshold: int) -> int | None:
+        return self.manipulation_indices.find_next(threshold)
+
+    @property
+    def summary_event(self) -> CondensationSummaryEvent | None:
+        for e in self.events:
+            if isinstance(e, CondensationSummaryEvent):
+                return e
+        return None
+
+    def with_events(self, events: list[Event]) -> "View":
+        """A rewritten view (for masking strategies) that keeps this one's flags."""
+        mine = {id(e) for e in self.events}
+        replaced = {e.seq for e in events if id(e) not in mine and e.seq is not None}
+        return View(
+            events=events,
+            unhandled_condensation_request=self.unhandled_condensation_request,
+            conversation_id=self.conversation_id,
+            upto=self.upto,
+            last_condensation=self.last_condensation,
+            hidden=self.hidden,
+            replaced=self.replaced | replaced,
+            conversation=self.conversation,
+        )
+
+    def to_messages(self) -> list[dict[str, Any]]:
+        """The provider messages for this view (a fresh copy on every call: mutate freely)."""
+        from ..messages import events_to_messages, fresh
+
+        if self._messages is None:
+            base = self._base
+            if base is not None and base._messages is not None:
+                self._messages = events_to_messages(self.events[len(base.events):], after=base._messages)
+            else:
+                self._messages = events_to_messages(self.events)
+            self._base = None
+        return [fresh(m) for m in self._messages]
+
+    # --- construction ----------------------------------------------------------------
+
+    @classmethod
+    def from_events(cls, events: Sequence[Event]) -> "View":
+        """The view of an in-memory history (each event with its ``seq``, or given in order).
+
+        This is the plain fold the SQL view must agree with: union of forgotten ids, newest
+        summary at its offset, then enforcement.
+        """
+        seqd = [e if e.seq is not None else e.model_copy().with_seq(i) for i, e in enumerate(events)]
+        by_uid = {e.id: e.seq for e in seqd}
+        forgotten: set[int] = set()
+        summary: tuple[Condensation, int] | None = None
+        last_cond = last_req = None
+        for e in seqd:
+            if isinstance(e, Condensation):
+                for s, t in e.forgotten_ranges or []:
+                    forgotten.update(range(s, t + 1))
+                forgotten.update(by_uid[u] for u in e.forgotten_event_ids if u in by_uid and by_uid[u] < e.seq)  # type: ignore[operator]
+                if e.has_summary_metadata:
+                    summary = (e, e.summary_offset)  # type: ignore[assignment]
+                last_cond = e.seq
+            elif isinstance(e, CondensationRequest):
+                last_req = e.seq
+        visible = [e for e in seqd if type(e).llm_visible and e.seq not in forgotten]
+        if summary is not None:
+            cond, offset = summary
+            visible.insert(min(offset, len(visible)), make_summary_event(cond.id, cond.timestamp, cond.summary or ""))
+        kept, dropped = enforce(visible, ListHistory(seqd))
+        warn(dropped)
+        unhandled = last_req is not None and (last_cond is None or last_req > last_cond)
+        return cls(kept, unhandled, None, len(seqd) - 1, last_cond, dropped)
+
+    @classmethod
+    def from_data(cls, data: ViewData) -> "View":
+        visible = [data.events[f.seq] for f in data.facts if f.seq in data.events]
+        if data.summary is not None:
+            s = data.summary
+            visible.insert(min(s.offset, len(visible)), make_summary_event(s.condensation_uid, s.timestamp, s.text))
+        kept, dropped = enforce(visible, data.history())
+        warn(dropped)
+        return cls(
+            kept,
+            data.unhandled_request,
+            data.conversation_id,
+            data.upto,
+            data.last_condensation,
+            dropped,
+            hidden=list(data.hidden),
+        )
+
+
+def make_summary_event(condensation_uid: str, timestamp: str, text: str) -> CondensationSummaryEvent:
+    # The id follows the SDK's "<condensation id>-summary" convention.
+    return CondensationSummaryEvent(
+        id=f"{condensation_uid}-summary", timestamp=timestamp, summary=text, source="environment"
+    )
