@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
+    say,
     CONVERSATION,
     Figure,
     Session,
@@ -147,8 +148,8 @@ def main() -> int:
                 if tbl not in NOT_BOOKKEEPING:
                     book += nbytes
             f["book"].values[n] = book / n
-            print(f"  {wl.name} {human(n)}: {f['single'].cell(n)} single/s, {f['batched'].cell(n)} batched/s, "
-                  f"{size / n:,.0f} B/event, bookkeeping {book / n:.1f} B/event", flush=True)
+            say(f"{wl.name} {human(n)}: {f['single'].cell(n)} single/s, {f['batched'].cell(n)} batched/s, "
+                f"{size / n:,.0f} B/event, bookkeeping {book / n:.1f} B/event", "  ")
         if wl.name == "own":  # issue 9's disk target is for the SDK shape
             f["disk"].target = None
         print()
@@ -163,7 +164,7 @@ def main() -> int:
             print(table([f"{wl.name}: bytes/event (dbstat)", *(human(n) for n in s.sizes)], rows))
             print("(* condensation bookkeeping)")
             print()
-    print("OpenHands SDK 1.58 (DESIGN.md, same machine kind; not measured here): ~900 events/s append, "
+    say("OpenHands SDK 1.58 (DESIGN.md, same machine kind; not measured here): ~900 events/s append, "
           "4.2 KB of disk per event.")
     s.end()
     return 0 if ok else 1

@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -185,6 +186,12 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def say(text: str, indent: str = "") -> None:
+    """Print a line wrapped to the tables' 80 columns (continuations indented)."""
+    print(textwrap.fill(text, 80, initial_indent=indent, subsequent_indent=indent + "    ",
+                        break_on_hyphens=False, break_long_words=False), flush=True)
+
+
 class Session:
     """The lines every bench prints before and after its tables."""
 
@@ -193,21 +200,21 @@ class Session:
         self.workloads = workloads(args.workload, args.thinking)
         self.sizes = sizes_of(args)
         self.started = time.perf_counter()
-        print(title)
-        print(f"machine: {machine()}")
-        print(f"load average at start (1/5/15 min): {load()}")
-        print(f"sizes: {', '.join(human(n) for n in self.sizes)}; repeats: {args.repeats} "
-              f"(medians reported); seed {args.seed}; files under {args.dir}")
+        say(title)
+        say(f"machine: {machine()}")
+        say(f"load average at start (1/5/15 min): {load()}")
+        say(f"sizes: {', '.join(human(n) for n in self.sizes)}; repeats: {args.repeats} "
+            f"(medians reported); seed {args.seed}; files under {args.dir}")
         for w in self.workloads:
-            print(f"workload {w.name}: {w.title}")
+            say(f"workload {w.name}: {w.title}")
         for note in notes:
-            print(note)
+            say(note)
         print(flush=True)
 
     def end(self) -> None:
         print()
-        print(f"load average at end (1/5/15 min): {load()}; "
-              f"this bench took {time.perf_counter() - self.started:.0f} s")
+        say(f"load average at end (1/5/15 min): {load()}; "
+            f"this bench took {time.perf_counter() - self.started:.0f} s")
 
 
 def human(n: int) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
+    say,
     CONVERSATION,
     Figure,
     Session,
@@ -124,7 +125,7 @@ def main() -> int:
     env = child_env()
     starts = [measure_process(cli("import", "--help"), env=env)[0]["wall"] for _ in range(max(3, args.repeats))]
     start = median(starts) or 0.0
-    print(f"command start (python -m openhands_memory.cli import --help): {start:.3f} s wall, median of {len(starts)}")
+    say(f"command start (python -m openhands_memory.cli import --help): {start:.3f} s wall, median of {len(starts)}")
     print()
     ok = True
     for wl in s.workloads:
@@ -145,8 +146,8 @@ def main() -> int:
                 f[f"{kind}_cpu"].values[n] = n / cpu
                 f[f"{kind}_wall"].values[n] = wall
                 walls = ", ".join(f"{r['wall']:.2f}" for r in runs)
-                print(f"  {wl.name} {human(n)} {kind}: {wall:.2f} s wall, {n / wall:,.0f} events/s, "
-                      f"{n / cpu:,.0f} per CPU-s (runs: {walls} s)", flush=True)
+                say(f"{wl.name} {human(n)} {kind}: {wall:.2f} s wall, {n / wall:,.0f} events/s, "
+                      f"{n / cpu:,.0f} per CPU-s (runs: {walls} s)", "  ")
         figures = list(f.values())
         for kind, label in (("sdk", "SDK folder"), ("jsonl", "JSONL")):
             r = ratio_figure(f"{label} net rate", f[f"{kind}_net"], s.sizes, TARGET_NOT_FALLING, at_most=False)

@@ -29,6 +29,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
+    say,
     CONVERSATION,
     Figure,
     Session,
@@ -173,14 +174,14 @@ def main() -> int:
                     f"{sum(r['condensations'] for r in runs)}/{sum(r['steps'] for r in runs)}")
                 fig(f"{t}first", f"{t}: first step, wall ms", fmt="{:.0f}").values[n] = med("first_step")
                 parts = " + ".join(f"{k} {med(k) or 0:.3f}" for k in ("append", "step", "messages"))
-                print(f"  {wl.name} {n:,} {tok}: step {med('cpu') or 0:.3f} ms CPU ({parts} ms wall), "
-                      f"condensing step {med('cond_cpu') or 0:.1f} ms CPU", flush=True)
+                say(f"{wl.name} {n:,} {tok}: step {med('cpu') or 0:.3f} ms CPU ({parts} ms wall), "
+                    f"condensing step {med('cond_cpu') or 0:.1f} ms CPU", "  ")
             r0 = runs[0]
             fig("len", "view length while stepping", fmt="{}").values[n] = f"{r0['len_min']}-{r0['len_max']}"  # type: ignore[assignment]
         print()
         print_figures(f"{wl.name} workload", s.sizes, list(figures.values()))
         ok = ok and all(f.verdict() != "FAIL" for f in figures.values())
-    print("For scale: OpenHands SDK 1.58 takes 27.8 ms for the token-counting step at 100k events "
+    say("For scale: OpenHands SDK 1.58 takes 27.8 ms for the token-counting step at 100k events "
           "(DESIGN.md, same machine kind; not measured here).")
     s.end()
     return 0 if ok else 1

@@ -36,6 +36,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
+    say,
     CONVERSATION,
     Figure,
     Session,
@@ -270,9 +271,9 @@ def main() -> int:
                 ("peak", peak), ("base", base),
             ):
                 f[key].values[n] = value
-            print(f"  {wl.name} {human(n)}: first view {first['cpu']:.2f} ms CPU, {first['statements']} statements; "
-                  f"rebuild {rebuild['cpu']:.2f} ms; cached step {cached['cpu']:.3f} ms; "
-                  f"token step {token['cpu'] or 0:.3f} ms; peak {peak:.0f} MB", flush=True)
+            say(f"{wl.name} {human(n)}: first view {first['cpu']:.2f} ms CPU, {first['statements']} statements; "
+                f"rebuild {rebuild['cpu']:.2f} ms; cached step {cached['cpu']:.3f} ms; "
+                f"token step {token['cpu'] or 0:.3f} ms; peak {peak:.0f} MB", "  ")
         figures = list(f.values())
         ratio = ratio_figure("first view CPU,", f["first"], s.sizes, TARGET_FIRST_RATIO)
         if ratio is not None:
@@ -286,7 +287,7 @@ def main() -> int:
             plans(largest)
         if args.profile:
             profile(args.dir, largest, wl, args.seed)
-    print(SDK)
+    say(SDK)
     s.end()
     return 0 if ok else 1
 
