@@ -165,11 +165,11 @@ def main() -> int:
 
                 t = tok
                 is_llm = tok != "chars/4"
-                fig(f"{t}cpu", f"{t}: step, CPU ms", target=TARGET_TOKEN_STEP_MS if is_llm else None).values[n] = med("cpu")
+                fig(f"{t}cpu", f"{t}: step, CPU ms", target=TARGET_TOKEN_STEP_MS if is_llm else None, optional=True).values[n] = med("cpu")
                 fig(f"{t}p95", f"{t}: step p95, CPU ms", fmt="{:.3f}").values[n] = med("p95")
                 fig(f"{t}wall", f"{t}: step, wall ms").values[n] = med("wall")
-                fig(f"{t}ccpu", f"{t}: condensing step, CPU ms", target=TARGET_CONDENSING_STEP_MS).values[n] = med("cond_cpu")
-                fig(f"{t}cwall", f"{t}: condensing step, wall ms", fmt="{:.1f}").values[n] = med("cond_wall")
+                fig(f"{t}ccpu", f"{t}: condensing step, CPU ms", target=TARGET_CONDENSING_STEP_MS, optional=True).values[n] = med("cond_cpu")
+                fig(f"{t}cwall", f"{t}: condensing step, wall ms", fmt="{:.1f}", optional=True).values[n] = med("cond_wall")
                 fig(f"{t}count", f"{t}: condensations / steps", fmt="{}").values[n] = (  # type: ignore[assignment]
                     f"{sum(r['condensations'] for r in runs)}/{sum(r['steps'] for r in runs)}")
                 fig(f"{t}first", f"{t}: first step, wall ms", fmt="{:.0f}").values[n] = med("first_step")
