@@ -1,211 +1,173 @@
-"""How fast events go in, and how much disk they take.
+"""How fast events go in, onto histories of each size, and how much disk they take.
 
-    python bench/append.py [--events 100000] [--dir DIR] [--profile]
+    python bench/append.py [--workload own|sdk|both] [--sizes 10000,100000,1000000]
+                           [--repeats 5] [--single 1000] [--batched 20000]
 
-Measures, on a coding-agent event mix (bench/workload.py):
-  * durable single-event appends per second: one event per transaction, as an agent loop
-    appends, with the default durability "normal" (WAL, synchronous=NORMAL) and with "full"
-    (an fsync at every commit) for reference;
-  * batched appends per second: append_many in batches of 1,000, up to --events events;
-  * bytes on disk per event: the file plus its -wal after PRAGMA wal_checkpoint(TRUNCATE),
-    divided by the number of events; and the average JSON payload for context.
-Prints a plain-text table, the machine, the targets as PASS/FAIL, and OpenHands SDK 1.58's
-figures from DESIGN.md for comparison. Runs in well under two minutes.
+For each workload and size, on a copy of the cached database (bench/common.py):
+  * single appends: ``conv.append`` of the workload's next steps (action, observation), one
+    event per transaction, with the default durability ("normal": WAL, synchronous=NORMAL)
+    and with "full" (an fsync per commit); ``--single`` events in ``--repeats`` slices,
+    median slice rate;
+  * batched appends: ``append_many`` in batches of 1,000, ``--batched`` events, median batch;
+and, on the cached database itself (as built: append_many of the whole history):
+  * disk per event: the file plus its -wal, divided by the events; the events' mean JSON;
+  * bytes per event of each table and index (SQLite's dbstat), and the condensation
+    bookkeeping: every table that is not the events, conversations, the LLM-call ledger or
+    alembic's, with its indexes (so a table the core adds is counted without a change here).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import (  # noqa: E402
+    say,
+    CONVERSATION,
+    Figure,
+    Session,
+    Workload,
+    add_arguments,
+    build_info,
+    database,
+    disk_bytes,
+    human,
+    median,
+    print_figures,
+    work_copy,
+)
 from bench.report import table  # noqa: E402
-from bench.workload import coding_events  # noqa: E402
 from openhands_memory.store import EventStore  # noqa: E402
 
-# Targets (the project's), and OpenHands SDK 1.58 measured on the same machine kind (DESIGN.md).
-TARGET_SINGLE = 5_000  # events/s
-TARGET_BATCHED = 50_000  # events/s
-TARGET_BYTES = 2_100  # bytes/event (2.1 KB, KB = 1000 B)
-SDK_APPEND = 900  # events/s
-SDK_BYTES = 4_200  # bytes/event
-
+TARGET_SINGLE = 5_000  # events/s (the project's design target)
+TARGET_BATCHED = 50_000  # events/s (the project's design target)
+TARGET_DISK = 2_100  # bytes/event (issue 9, SDK workload)
+TARGET_BOOKKEEPING = 64  # bytes/event (issue 9)
 BATCH = 1_000
+# Tables that are not condensation bookkeeping; everything else (and its indexes) is.
+NOT_BOOKKEEPING = {"event", "conversation", "llm_call", "alembic_version", "sqlite_schema", "sqlite_master",
+                   "sqlite_sequence", "sqlite_stat1", "sqlite_stat4"}
 
 
-def disk_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+def next_events(wl: Workload, seed: int, count: int) -> list:
+    out: list = []
+    pairs = wl.pairs(seed)
+    while len(out) < count:
+        out.extend(next(pairs))
+    return out[:count]
 
 
-def single_appends(path: Path, events: list, durability: str, limit_s: float) -> tuple[int, float]:
-    """Append one event per transaction until ``events`` or ``limit_s`` runs out."""
-    with EventStore(path, durability=durability) as store:
-        conv = store.create_conversation()  # a generated UUID, as in real use
-        append = conv.append
-        n = 0
-        t0 = time.perf_counter()
-        deadline = t0 + limit_s
-        for e in events:
-            append(e)
-            n += 1
-            if n % 100 == 0 and time.perf_counter() > deadline:
-                break
-        elapsed = time.perf_counter() - t0
-    return n, elapsed
+def single_rate(path: Path, events: list, durability: str, slices: int) -> float | None:
+    rates = []
+    with EventStore(path, create=False, durability=durability) as store:
+        conv = store.conversation(CONVERSATION)
+        size = max(1, len(events) // slices)
+        for i in range(0, len(events), size):
+            part = events[i : i + size]
+            t0 = time.perf_counter()
+            for e in part:
+                conv.append(e)
+            rates.append(len(part) / (time.perf_counter() - t0))
+    return median(rates)
 
 
-def batched_appends(path: Path, events: list) -> tuple[list[tuple[int, float]], int]:
-    """append_many in batches of BATCH; returns (events so far, seconds so far) checkpoints and bytes."""
-    marks = []
-    with EventStore(path) as store:
-        conv = store.create_conversation()
-        t0 = time.perf_counter()
+def batched_rate(path: Path, events: list) -> float | None:
+    rates = []
+    with EventStore(path, create=False) as store:
+        conv = store.conversation(CONVERSATION)
         for i in range(0, len(events), BATCH):
-            conv.append_many(events[i : i + BATCH])
-            done = min(i + BATCH, len(events))
-            if done in (10_000, 50_000) or done == len(events):
-                marks.append((done, time.perf_counter() - t0))
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        size = disk_bytes(path)
-        assert len(conv) == len(events)
-    return marks, size
+            part = events[i : i + BATCH]
+            t0 = time.perf_counter()
+            conv.append_many(part)
+            rates.append(len(part) / (time.perf_counter() - t0))
+    return median(rates)
 
 
-def space_by_object(path: Path, n: int) -> list[list[str]] | None:
-    """Bytes per event of each table and index, from SQLite's dbstat (None where it is missing)."""
-    db = sqlite3.connect(path)
+def space(path: Path) -> dict[str, tuple[str, int]] | None:
+    """{object name: (its table, bytes)} from dbstat, or None where dbstat is missing."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        db.execute("CREATE VIRTUAL TABLE temp.stat USING dbstat(main)")
-        result = db.execute(
-            "SELECT name, SUM(pgsize), SUM(payload), SUM(unused) FROM temp.stat GROUP BY name "
-            "ORDER BY 2 DESC LIMIT 6").fetchall()
+        owner = {name: tbl for name, tbl in db.execute("SELECT name, tbl_name FROM sqlite_schema")}
+        rows = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
     except sqlite3.Error:
         return None
     finally:
         db.close()
-    return [[f"  {name}", f"{size:,}", f"{size / n:,.0f} B",
-             f"{payload / n:,.0f} B", f"{unused / n:,.0f} B"] for name, size, payload, unused in result]
-
-
-def encode_cost(events: list) -> float:
-    """Microseconds per event spent turning events into row tuples (pydantic dump included)."""
-    from openhands_memory import rows
-
-    t0 = time.perf_counter()
-    for i, e in enumerate(events):
-        rows.event_row("c", i, e)
-    return 1e6 * (time.perf_counter() - t0) / len(events)
+    return {name: (owner.get(name, name), size) for name, size in rows}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--events", type=int, default=100_000, help="events for the batched run")
-    ap.add_argument("--single", type=int, default=10_000, help="at most this many single appends")
-    ap.add_argument("--seconds", type=float, default=8.0, help="time limit of each single-append run")
-    ap.add_argument("--dir", default=None, help="where to put the database files (default: a temp dir)")
-    ap.add_argument("--profile", action="store_true", help="cProfile the single appends and print the top")
+    add_arguments(ap, repeats=5)
+    ap.add_argument("--single", type=int, default=1_000, help="single appends per durability (default 1,000)")
+    ap.add_argument("--batched", type=int, default=20_000, help="events appended in batches of 1,000 (default 20,000)")
     args = ap.parse_args()
-
-    print("openhands-memory append benchmark")
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    print(f"machine: {os.cpu_count()} CPUs, {platform.machine()}, {platform.system()} {platform.release()}; "
-          f"Python {platform.python_version()}; SQLite {sqlite3.sqlite_version}; load average {load}")
-
-    t0 = time.perf_counter()
-    events = list(coding_events(args.events, seed=0))
-    gen_s = time.perf_counter() - t0
-    payload = sum(len(e.to_json().encode()) for e in events) / len(events)
-    kinds: dict[str, int] = {}
-    for e in events:
-        kinds[e.kind] = kinds.get(e.kind, 0) + 1
-    mix = ", ".join(f"{k} {v / len(events):.0%}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
-    print(f"workload: {len(events):,} coding-agent events (seed 0) generated in {gen_s:.1f}s; mix: {mix}")
-    print()
-
-    work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ohm-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        single = events[: args.single]
-        if args.profile:
-            import cProfile
-            import pstats
-
-            prof = cProfile.Profile()
-            prof.enable()
-        n_norm, s_norm = single_appends(work / "single-normal.db", single, "normal", args.seconds)
-        if args.profile:
-            prof.disable()
-        n_full, s_full = single_appends(work / "single-full.db", single, "full", args.seconds)
-        if args.profile:
-            prof_batch = cProfile.Profile()
-            prof_batch.enable()
-        marks, size = batched_appends(work / "batched.db", events)
-        if args.profile:
-            prof_batch.disable()
-        by_object = space_by_object(work / "batched.db", len(events))
-    finally:
-        if not args.dir:
-            shutil.rmtree(work, ignore_errors=True)
-
-    rate_norm = n_norm / s_norm
-    rate_full = n_full / s_full
-    n_b, s_b = marks[-1]
-    rate_batch = n_b / s_b
-    per_event = size / n_b
-
-    rows = [
-        ["single append, durability=normal (WAL, sync NORMAL)", f"{n_norm:,}", f"{s_norm:.2f}",
-         f"{rate_norm:,.0f}", f"{1e6 / rate_norm:.0f}"],
-        ["single append, durability=full (fsync per commit)", f"{n_full:,}", f"{s_full:.2f}",
-         f"{rate_full:,.0f}", f"{1e6 / rate_full:.0f}"],
-    ]
-    for n, s in marks:
-        rows.append([f"append_many, batches of {BATCH:,} (first {n:,})", f"{n:,}", f"{s:.2f}",
-                     f"{n / s:,.0f}", f"{1e6 * s / n:.1f}"])
-    print(table(["appends", "events", "seconds", "events/s", "us/event"], rows))
-    print()
-    print(table(
-        ["space (coding mix)", "bytes", "per event"],
-        [
-            [f"database after {n_b:,} events, checkpointed (file + -wal)", f"{size:,}", f"{per_event:,.0f} B"],
-            ["average JSON payload of an event", "", f"{payload:,.0f} B"],
-            ["row, index and page overhead", "", f"{per_event - payload:,.0f} B"],
-        ],
-    ))
-    if by_object:
+    s = Session("openhands-memory append and disk bench", args,
+                [f"appends go onto a copy of each history: {args.single:,} single appends (full durability: "
+                 f"{args.single // 4:,}) in {args.repeats} slices, {args.batched:,} batched in 1,000s"])
+    ok = True
+    for wl in s.workloads:
+        f = {
+            "single": Figure("single appends/s, normal", "{:,.0f}", TARGET_SINGLE, at_most=False),
+            "full": Figure("single appends/s, fsync (full)", "{:,.0f}"),
+            "batched": Figure("append_many events/s", "{:,.0f}", TARGET_BATCHED, at_most=False),
+            "disk": Figure("disk per event, B", "{:,.0f}", TARGET_DISK),
+            "json": Figure("mean event JSON, B", "{:,.0f}"),
+            "book": Figure("condensation bookkeeping, B/ev", "{:.1f}", TARGET_BOOKKEEPING),
+            "mb": Figure("database file, MB", "{:,.0f}"),
+        }
+        objects: dict[str, dict[int, float]] = {}
+        tables: dict[str, str] = {}
+        for n in s.sizes:
+            path = database(args.dir, wl, n, args.seed)
+            single = next_events(wl, args.seed + 7, args.single)
+            full = next_events(wl, args.seed + 8, max(args.single // 4, args.repeats))
+            batched = next_events(wl, args.seed + 9, args.batched)
+            with work_copy(args.dir, path, "append") as copy:
+                f["single"].values[n] = single_rate(copy, single, "normal", args.repeats)
+                f["full"].values[n] = single_rate(copy, full, "full", args.repeats)
+                f["batched"].values[n] = batched_rate(copy, batched)
+            size = disk_bytes(path)
+            f["disk"].values[n] = size / n
+            f["mb"].values[n] = size / 1e6
+            info = build_info(args.dir, wl, n, args.seed)
+            f["json"].values[n] = info["json_bytes"] / n if "json_bytes" in info else None
+            by_object = space(path)
+            if by_object is None:
+                f["book"].values[n] = None
+                continue
+            book = 0
+            for name, (tbl, nbytes) in by_object.items():
+                objects.setdefault(name, {})[n] = nbytes / n
+                tables[name] = tbl
+                if tbl not in NOT_BOOKKEEPING:
+                    book += nbytes
+            f["book"].values[n] = book / n
+            say(f"{wl.name} {human(n)}: {f['single'].cell(n)} single/s, {f['batched'].cell(n)} batched/s, "
+                f"{size / n:,.0f} B/event, bookkeeping {book / n:.1f} B/event", "  ")
+        if wl.name == "own":  # issue 9's disk target is for the SDK shape
+            f["disk"].target = None
         print()
-        print(table(["largest tables and indexes", "bytes", "per event", "cells", "unused"], by_object))
-    print()
-    print(f"time: encoding an event into its row (pydantic JSON dump + columns) takes "
-          f"{encode_cost(events[:20_000]):.1f} us; the rest of each append is SQLite and its I/O.")
-    print()
-    print("OpenHands SDK 1.58, measured on the same machine kind (DESIGN.md; not measured in this run): "
-          f"~{SDK_APPEND:,} events/s append, {SDK_BYTES / 1000:.1f} KB of disk per event.")
-    print(f"this run vs SDK: single appends {rate_norm / SDK_APPEND:.1f}x faster, "
-          f"batched {rate_batch / SDK_APPEND:.0f}x faster, {SDK_BYTES / per_event:.1f}x less disk per event.")
-    print()
-    checks = [
-        (f"single appends (normal) >= {TARGET_SINGLE:,}/s", rate_norm >= TARGET_SINGLE, f"{rate_norm:,.0f}/s"),
-        (f"batched appends >= {TARGET_BATCHED:,}/s", rate_batch >= TARGET_BATCHED, f"{rate_batch:,.0f}/s"),
-        (f"disk per event <= {TARGET_BYTES / 1000:.1f} KB", per_event <= TARGET_BYTES,
-         f"{per_event / 1000:.2f} KB"),
-    ]
-    print(table(["target", "measured", "result"],
-                [[name, got, "PASS" if ok else "FAIL"] for name, ok, got in checks]))
-    if args.profile:
-        for title, p in (("single appends (durability=normal)", prof), ("batched appends", prof_batch)):
+        print_figures(f"{wl.name} workload", s.sizes, list(f.values()))
+        ok = ok and all(x.verdict() != "FAIL" for x in f.values())
+        if objects:
+            rows = []
+            for name in sorted(objects, key=lambda k: -max(objects[k].values())):
+                mark = "" if tables[name] in NOT_BOOKKEEPING else " *"
+                label = name if tables[name] == name else f"{name} ({tables[name]})"
+                rows.append([label + mark, *(f"{objects[name][n]:,.1f}" if n in objects[name] else "" for n in s.sizes)])
+            print(table([f"{wl.name}: bytes/event (dbstat)", *(human(n) for n in s.sizes)], rows))
+            print("(* condensation bookkeeping)")
             print()
-            print(f"profile of the {title}, by own time:")
-            pstats.Stats(p).sort_stats("tottime").print_stats(12)
-    return 0 if all(ok for _, ok, _ in checks) else 1
+    say("OpenHands SDK 1.58 (DESIGN.md, same machine kind; not measured here): ~900 events/s append, "
+          "4.2 KB of disk per event.")
+    s.end()
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
