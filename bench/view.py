@@ -70,12 +70,8 @@ SDK = "OpenHands SDK 1.58 at 100k (DESIGN.md, same machine kind; not measured he
 
 
 def drop_cached_view(conv) -> None:
-    """Make the next ``conv.view()`` a rebuild from SQL. The library has no public call for
-    this, so it is the one place a bench touches a private attribute: the conversation's
-    view cache (``Conversation._view_cache``, set by ``view.view_of``)."""
-    if not hasattr(conv, "_view_cache"):
-        raise RuntimeError("Conversation has no _view_cache any more: update drop_cached_view()")
-    conv._view_cache = None
+    """Make the next ``conv.view()`` a rebuild from SQL."""
+    conv.views.clear()
 
 
 def first_views(path: Path, repeats: int) -> dict:
