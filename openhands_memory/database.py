@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import migrate
 from .errors import NotOurDatabase, SchemaTooNew, SchemaTooOld
@@ -175,7 +175,9 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
     """
     location = Location.parse(path_or_url)
     if not location.is_sqlite:
-        return _open_server(location, create)
+        if not location.is_postgres:
+            raise NotOurDatabase(location.label, "only SQLite files and postgresql:// URLs are supported")
+        return location  # judged on the recorder's own connection (judge_server)
     if location.path is None:
         raise NotOurDatabase(location.label, "give a file path or a postgresql:// URL")
     state = inspect_sqlite_file(location.path)
@@ -190,38 +192,23 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
     return location
 
 
-def _server_tables(location: Location) -> tuple[set[str], str | None]:
-    """The tables a PostgreSQL database holds, and its revision mark (read-only)."""
-    import psycopg
-
-    try:
-        with psycopg.connect(location.driver_url, autocommit=True) as conn:
-            tables = {r[0] for r in conn.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-            )}
-            revision = None
-            if "alembic_version" in tables:
-                row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-                revision = row[0] if row else None
-    except psycopg.OperationalError as e:
-        first = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-        raise NotOurDatabase(location.label, f"cannot connect: {first}") from None
-    return tables, revision
-
-
-def _open_server(location: Location, create: bool) -> Location:
-    if not location.is_postgres:
-        raise NotOurDatabase(location.label, "only SQLite files and postgresql:// URLs are supported")
-    tables, revision = _server_tables(location)
-    if revision is not None:
-        check_revision(location.label, revision)
-        return location
+def judge_server(location: Location, conn: Any, *, create: bool = True) -> None:
+    """Make sure a PostgreSQL database is ours and at the head revision, creating the schema
+    in an empty one. ``conn``: an open psycopg connection (autocommit), used read-only."""
+    row = conn.execute(
+        "SELECT to_regclass('alembic_version') IS NOT NULL, "
+        "ARRAY(SELECT table_name::text FROM information_schema.tables "
+        "WHERE table_schema = current_schema() ORDER BY 1 LIMIT 6)"
+    ).fetchone()
+    has_revision, tables = row[0], list(row[1])
+    if has_revision:
+        found = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        check_revision(location.label, found[0] if found else None)
+        return
     if tables:
-        if "alembic_version" in tables or OUR_TABLES & tables:
+        if OUR_TABLES & set(tables):
             raise NotOurDatabase(location.label, "it has our tables but no schema revision")
-        listed = ", ".join(sorted(tables)[:5])
-        raise NotOurDatabase(location.label, f"it holds other tables: {listed}")
+        raise NotOurDatabase(location.label, f"it holds other tables: {', '.join(tables[:5])}")
     if not create:
         raise FileNotFoundError(f"{location.label}: the database holds no openhands-memory schema")
     create_schema(location)
-    return location

@@ -154,8 +154,15 @@ class Conversation:
                 raise MalformedEvent(f"expected an Event, got {type(e).__name__}")
         if not events:
             return []
-        with self.store.writing(self.id) as db:
-            seqs = self.insert(db, events)
+        try:
+            with self.store.writing(self.id) as db:
+                seqs = self.insert(db, events)
+        except IntegrityViolation:
+            # Explained after the rollback: PostgreSQL refuses further statements in a
+            # transaction that failed.
+            with self.store.reading() as db:
+                self._explain_integrity_error(db, events)
+            raise
         self.committed(events, seqs)
         return seqs
 
@@ -164,11 +171,7 @@ class Conversation:
         returns the ids given. Call ``committed`` once the transaction has committed."""
         first = self._next_id(db)
         seqs = list(range(first, first + len(events)))
-        try:
-            db.insert_events([event_row(self.id, s, e) for s, e in zip(seqs, events)])
-        except IntegrityViolation:
-            self._explain_integrity_error(db, events, first)
-            raise
+        db.insert_events([event_row(self.id, s, e) for s, e in zip(seqs, events)])
         for seq, event in zip(seqs, events):
             if isinstance(event, Condensation):
                 condensations.record(db, self.id, seq, event)
@@ -181,10 +184,11 @@ class Conversation:
             raise ConversationNotFound(self.id)
         return last + 1
 
-    def _explain_integrity_error(self, db: Session, events: list[Event], first: int) -> None:
+    def _explain_integrity_error(self, db: Session, events: list[Event]) -> None:
+        """Raise the error a refused insert means, judged on what is committed."""
         if not db.conversation_exists(self.id):
             raise ConversationNotFound(self.id) from None
-        dup = duplicate_uid(db, self.id, events, before=first)
+        dup = duplicate_uid(db, self.id, events)
         if dup is not None:
             raise DuplicateEventId(self.id, dup) from None
 
@@ -272,11 +276,8 @@ class Conversation:
 
 
 def duplicate_uid(db: Session, cid: str, events: Iterable[Event], before: int | None = None) -> str | None:
-    """The first external id in ``events`` that repeats within them or is already stored.
-
-    ``before``: only events with smaller ids count as stored. A failed insert may leave the
-    batch's earlier rows in the open transaction; they must not be taken for old ones.
-    """
+    """The first external id in ``events`` that repeats within them or is already stored
+    (``before``: only events with smaller ids count as stored)."""
     seen: set[str] = set()
     uids = []
     for e in events:

@@ -11,6 +11,7 @@ cost directly: SQLite's virtual-machine steps for a view do not grow with the hi
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sqlite3
@@ -158,9 +159,10 @@ def token_trigger_steps(store: EventStore) -> None:
 
 def condensation_written(store: EventStore) -> None:
     conv = store.conversation("sdk")
+    uids = [e.id for e in conv.view().events[-12:-4]]
     conv.step(LLMSummarizingCondenser(max_size=20, keep_first=4))
     conv.view()
-    uids = [e.id for e in conv.view().events[5:9]]
+    assert uids
     conv.append(Condensation(forgotten_event_ids=uids))  # uid lookups
     conv.request_condensation()
     conv.view()
@@ -253,13 +255,14 @@ EXPECTED_INDEX = {
     "llm_response_id IN": "ix_event_response",
     "summary IS NOT NULL": "ix_condensation_summary",
     "kind = 'CondensationRequest'": "ix_event_request",
-    "until_id IS NULL": "ix_hidden_run_live",
+    "until_id IS NULL ORDER BY": "ix_hidden_run_live",
+    "uid IN": "ux_event_uid",
 }
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
 def test_view_statements_use_their_index(files, which, tmp_path):
-    statements = record(files[which], first_view, tmp_path)
+    statements = record(files[which], first_view, tmp_path) + record(files[which], condensation_written, tmp_path)
     for needle, index in EXPECTED_INDEX.items():
         found = [(sql, params) for sql, params in statements if needle in sql]
         assert found, needle
@@ -357,6 +360,9 @@ def test_postgres_hot_statements_use_indexes(pg_file, work, postgres_database_fa
             finally:
                 conn.execute("ROLLBACK")
             assert not pg_bad_nodes(sql, plan["Plan"]), f"{sql}\n  plan: {plan['Plan']}"
+            for needle, index in EXPECTED_INDEX.items():
+                if needle in sql:
+                    assert index in json.dumps(plan), (sql, index, plan["Plan"])
             checked += 1
     assert checked >= 3
 

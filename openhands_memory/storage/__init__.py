@@ -26,7 +26,7 @@ def open_recorder(
         return SqliteRecorder(location.path, durability=durability)
     from .postgres import PostgresRecorder
 
-    return PostgresRecorder(location)
+    return PostgresRecorder(location, create=create)
 
 
 __all__ = ["END", "IntegrityViolation", "Location", "Recorder", "Session", "open_recorder"]

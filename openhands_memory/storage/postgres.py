@@ -1,12 +1,13 @@
 """The PostgreSQL recorder (psycopg 3): the same tables, the same SQL, one connection.
 
-* **Gap-free ids under many writers.** A write transaction for a conversation first takes a
-  transaction-scoped advisory lock on the conversation id
-  (``pg_advisory_xact_lock(hashtextextended(id, 0))``): "next id = MAX(id) + 1" is then
-  decided by one writer at a time, and the lock goes with the commit or rollback. The lock
-  is keyed on the id, so it also covers a conversation being created.
-* **Fresh views.** Every write transaction bumps ``conversation.version`` and reads the new
-  value back inside the transaction; a view cache compares it with what it saw.
+* **Gap-free ids under many writers.** A write transaction for a conversation starts with
+  ``UPDATE conversation SET version = version + 1 WHERE id = ? RETURNING version``: the row
+  lock it takes makes "next id = MAX(id) + 1" one writer's decision at a time, until commit
+  or rollback. (A conversation being created needs no lock: its primary key refuses a
+  second creator.)
+* **Fresh views.** That same statement is the write's version bump; its value, read inside
+  the transaction, is what ``Session.touch`` returns, and a view cache compares it with the
+  version it saw. One round trip does the lock, the bump and the existence check.
 * **Reads** are ``REPEATABLE READ READ ONLY`` transactions: one snapshot per view.
 """
 
@@ -16,9 +17,10 @@ import functools
 import re
 from typing import Any, Sequence
 
-from ..database import Location
+from ..database import Location, judge_server
+from ..errors import NotOurDatabase
 from .recorder import Recorder
-from .session import INSERT_CONDENSATION, INSERT_RANGE, IntegrityViolation, Session
+from .session import INSERT_CONDENSATION, INSERT_EVENT, INSERT_RANGE, IntegrityViolation, Session
 
 
 @functools.lru_cache(maxsize=512)
@@ -32,7 +34,7 @@ class PostgresSession(Session):
     # A plain join (or a LATERAL one, which the planner flattens) lets PostgreSQL read the
     # conversation's every row and filter them by interval. ``OFFSET 0`` keeps the LATERAL
     # subquery whole, so each interval is its own primary-key range scan. PostgreSQL needs
-    # the ORDER BY, and has no unary-plus hint (nor needs one: see ``no_index``).
+    # the ORDER BY.
     interval_join = (
         "iv JOIN LATERAL (SELECT * FROM event WHERE conversation_id = ? "
         "AND id BETWEEN iv.s AND iv.e OFFSET 0) ev ON true"
@@ -51,7 +53,10 @@ class PostgresSession(Session):
             raise
 
     def no_index(self, column: str) -> str:
-        return column
+        # An expression the planner cannot match to an index (SQLite's unary plus does not
+        # parse on text here): without it, "id < ?" on the primary key can win over the uid
+        # or response-id index and read the conversation's every row.
+        return f"({column} || '')" if column == "conversation_id" else f"({column} + 0)"
 
     def translate(self, error: Exception) -> None:
         import psycopg
@@ -59,25 +64,16 @@ class PostgresSession(Session):
         if isinstance(error, psycopg.errors.IntegrityError):
             raise IntegrityViolation(str(error).splitlines()[0]) from None
 
-    def _guarded(self, run: Any) -> Any:
-        """Run a write that may violate a constraint inside a savepoint, so that the
-        transaction stays usable for explaining the violation (PostgreSQL aborts it)."""
-        self.conn.execute("SAVEPOINT guard")
-        try:
-            result = run()
-        except IntegrityViolation:
-            self.conn.execute("ROLLBACK TO SAVEPOINT guard")
-            raise
-        self.conn.execute("RELEASE SAVEPOINT guard")
-        return result
+    #: The version the current write transaction left (set when it began; see the recorder).
+    version: Any = None
 
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
         import json
 
-        self._guarded(lambda: self.execute(
+        self.execute(
             "INSERT INTO conversation (id, created_at, metadata) VALUES (?, ?, CAST(? AS JSON))",
             (cid, created_at, json.dumps(metadata)),
-        ))
+        )
 
     def set_metadata(self, cid: str, metadata: dict[str, Any]) -> None:
         import json
@@ -92,7 +88,10 @@ class PostgresSession(Session):
         )]
 
     def insert_events(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        self._guarded(lambda: super(PostgresSession, self).insert_events(rows))
+        if len(rows) == 1:  # one round trip; executemany would take a pipeline's several
+            self.execute(INSERT_EVENT, rows[0])
+        else:
+            super().insert_events(rows)
 
     def insert_condensation(self, cid: str, seq: int, values: Sequence[Any], runs: Sequence[Any]) -> None:
         sql = INSERT_CONDENSATION.replace("?, ?, ?, ?, ?, ?, ?, ?, ?)", "?, ?, ?, ?, ?, ?, CAST(? AS JSON), ?, ?)")
@@ -100,19 +99,32 @@ class PostgresSession(Session):
         self.executemany(INSERT_RANGE, [(cid, seq, s, e) for s, e in runs])
 
     def touch(self, cid: str) -> Any:
-        return self.one("UPDATE conversation SET version = version + 1 WHERE id = ? RETURNING version", (cid,))
+        if self.version is None:  # a write begun without the conversation's id
+            self.version = self.one(
+                "UPDATE conversation SET version = version + 1 WHERE id = ? RETURNING version", (cid,)
+            )
+        return self.version
 
 
 class PostgresRecorder(Recorder):
     backend = "postgresql"
 
-    def __init__(self, location: Location):
+    def __init__(self, location: Location, *, create: bool = True):
         import psycopg
 
         super().__init__()
         self.label = location.label
-        # Autocommit: transactions are begun explicitly, as on SQLite.
-        self.conn = psycopg.connect(location.driver_url, autocommit=True)
+        try:
+            # Autocommit: transactions are begun explicitly, as on SQLite.
+            self.conn = psycopg.connect(location.driver_url, autocommit=True)
+        except psycopg.OperationalError as e:
+            lines = [x for x in str(e).strip().splitlines() if x.strip()]
+            raise NotOurDatabase(location.label, f"cannot connect: {lines[-1] if lines else e}") from None
+        try:
+            judge_server(location, self.conn, create=create)
+        except BaseException:
+            self.conn.close()
+            raise
         self._session = PostgresSession(self.conn)
 
     def session(self) -> Session:
@@ -120,8 +132,14 @@ class PostgresRecorder(Recorder):
 
     def _begin_write(self, session: Session, conversation_id: str | None) -> None:
         self.conn.execute("BEGIN")
+        assert isinstance(session, PostgresSession)
+        session.version = None
         if conversation_id is not None:
-            self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (conversation_id,))
+            row = self.conn.execute(
+                "UPDATE conversation SET version = version + 1 WHERE id = %s RETURNING version",
+                (conversation_id,),
+            ).fetchone()
+            session.version = row[0] if row else None
 
     def _begin_read(self, session: Session) -> None:
         self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")

@@ -1,0 +1,79 @@
+"""A throwaway PostgreSQL server on 127.0.0.1, for benchmarks and tries.
+
+    python tools/pg_server.py            # starts one, prints its URL, stops on Ctrl-C
+
+It uses the machine's server binaries (``pg_config --bindir``), a temporary data folder and a
+free port; as root it runs them as the ``postgres`` user (the server refuses to run as root).
+Settings favour speed over durability (``fsync=off``): never keep data you care about in it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+FAST = ("-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+        "-c max_connections=50 -c shared_buffers=256MB")
+
+
+def bindir() -> Path:
+    try:
+        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise RuntimeError(f"pg_config not found ({e}): install PostgreSQL (apt-get install postgresql)") from None
+    path = Path(out.strip())
+    if not (path / "initdb").exists():
+        raise RuntimeError(f"{path}/initdb not found: install the server (apt-get install postgresql)")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _as_server_user(argv: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
+
+
+@contextmanager
+def throwaway_server(user: str = "om", settings: str = FAST) -> Iterator[str]:
+    """Start a server, yield the URL of its ``postgres`` database, stop and delete it."""
+    bins = bindir()
+    root = Path(tempfile.mkdtemp(prefix="ohm-pg-"))
+    data = root / "data"
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+    port = free_port()
+    try:
+        subprocess.run(_as_server_user([str(bins / "initdb"), "-D", str(data), "-A", "trust", "-U", user,
+                                        "--no-sync"]), check=True, capture_output=True)
+        subprocess.run(_as_server_user([
+            str(bins / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-t", "60",
+            "-o", f"-k {root} -p {port} -h 127.0.0.1 {settings}", "start",
+        ]), check=True, capture_output=True)
+        try:
+            yield f"postgresql://{user}@127.0.0.1:{port}/postgres"
+        finally:
+            subprocess.run(_as_server_user([str(bins / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+                           capture_output=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    with throwaway_server() as url:
+        print(url, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
