@@ -81,9 +81,10 @@ class EventStore:
         """A write transaction; with a conversation id, it holds that conversation's id lock."""
         return self.recorder.writing(conversation_id)
 
-    def reading(self) -> "AbstractContextManager[Session]":
-        """A read transaction: one consistent snapshot, released at the end."""
-        return self.recorder.reading()
+    def reading(self, *, snapshot: bool = True) -> "AbstractContextManager[Session]":
+        """A read transaction: one consistent snapshot, released at the end (``snapshot=False``:
+        for a single statement, no transaction around it)."""
+        return self.recorder.reading(snapshot=snapshot)
 
     def version(self, conversation_id: str) -> Any:
         """Changes whenever another connection commits a write (see ``Recorder.version``)."""

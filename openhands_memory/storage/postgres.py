@@ -20,6 +20,7 @@ from typing import Any, Sequence
 from ..database import Location, judge_server
 from ..errors import NotOurDatabase
 from .recorder import Recorder
+from .codec import EVENT_COLUMNS
 from .session import INSERT_CONDENSATION, INSERT_EVENT, INSERT_RANGE, IntegrityViolation, Session
 
 
@@ -90,8 +91,16 @@ class PostgresSession(Session):
     def insert_events(self, rows: Sequence[tuple[Any, ...]]) -> None:
         if len(rows) == 1:  # one round trip; executemany would take a pipeline's several
             self.execute(INSERT_EVENT, rows[0])
-        else:
-            super().insert_events(rows)
+            return
+        # COPY streams a batch in one statement, several times faster than inserts.
+        try:
+            with self.conn.cursor() as cursor:
+                with cursor.copy(f"COPY event ({', '.join(EVENT_COLUMNS)}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
+        except Exception as e:
+            self.translate(e)
+            raise
 
     def insert_condensation(self, cid: str, seq: int, values: Sequence[Any], runs: Sequence[Any]) -> None:
         sql = INSERT_CONDENSATION.replace("?, ?, ?, ?, ?, ?, ?, ?, ?)", "?, ?, ?, ?, ?, ?, CAST(? AS JSON), ?, ?)")
@@ -131,15 +140,19 @@ class PostgresRecorder(Recorder):
         return self._session
 
     def _begin_write(self, session: Session, conversation_id: str | None) -> None:
-        self.conn.execute("BEGIN")
         assert isinstance(session, PostgresSession)
         session.version = None
-        if conversation_id is not None:
-            row = self.conn.execute(
+        if conversation_id is None:
+            self.conn.execute("BEGIN")
+            return
+        with self.conn.pipeline():  # BEGIN and the lock in one round trip
+            self.conn.execute("BEGIN")
+            cursor = self.conn.execute(
                 "UPDATE conversation SET version = version + 1 WHERE id = %s RETURNING version",
                 (conversation_id,),
-            ).fetchone()
-            session.version = row[0] if row else None
+            )
+        row = cursor.fetchone()
+        session.version = row[0] if row else None
 
     def _begin_read(self, session: Session) -> None:
         self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")

@@ -66,9 +66,14 @@ class Recorder(ABC):
             self._commit(session)
 
     @contextmanager
-    def reading(self) -> Iterator[Session]:
+    def reading(self, *, snapshot: bool = True) -> Iterator[Session]:
+        """A read transaction. ``snapshot=False`` for a single statement, which is consistent
+        on its own: it saves the round trips of beginning and ending a transaction."""
         with self._lock:
             session = self.session()
+            if not snapshot:
+                yield session
+                return
             self._begin_read(session)
             try:
                 yield session

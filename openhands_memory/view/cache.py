@@ -188,7 +188,7 @@ class ViewCache:
                 if rid not in data.batch_sizes and data.hidden:
                     # Earlier actions of this batch may lie in forgotten ranges (a condensation
                     # landed mid-batch): count the whole batch up to this event in SQL.
-                    with self.conversation.store.reading() as db:
+                    with self.conversation.store.reading(snapshot=False) as db:
                         data.batch_sizes.update(db.batch_sizes(data.conversation_id, e.seq, {rid}))
                 else:
                     data.batch_sizes[rid] = data.batch_sizes.get(rid, 0) + 1
