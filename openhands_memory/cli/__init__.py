@@ -92,7 +92,7 @@ class UserError(click.ClickException):
     """
 
     def show(self, file: Any = None) -> None:
-        stream = file if file is not None else click.get_text_stream("stderr")
+        stream = file if file is not None else sys.stderr
         text = f"Error: {self.format_message()}"
         if getattr(stream, "isatty", lambda: False)():
             import shutil
