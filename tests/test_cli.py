@@ -409,7 +409,7 @@ def test_append_from_file_and_stdin(tmp_path):
     bad = f.user().to_json() + "\n" + '{"kind": "MessageEvent", "source": "user"}' + "\n"
     out = run("append", db, "c", input=bad, code=1).output
     assert out.startswith("Error: <stdin>:2: MessageEvent: field 'llm_message'")
-    assert "events.jsonl:2: event id" in run("append", db, "c", events, code=1).output
+    assert "is already in conversation" in run("append", db, "c", events, code=1).output
     assert digest(db) == before
     assert [r["id"] for r in json.loads(run("history", db, "c", "--json").output)] == list(range(6))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
@@ -46,7 +46,16 @@ def open_readonly(db: str) -> sqlite3.Connection:
     ``database.connect_readonly``: safe beside writers, and leaves no files behind)."""
     from ..database import connect_readonly
 
-    return connect_readonly(judge(db))
+    return _closed_at_exit(connect_readonly(judge(db)))
+
+
+def _closed_at_exit(resource: Any) -> Any:
+    """Close ``resource`` when the command ends, however it ends: SQLite removes -wal and
+    -shm only when the last connection is closed, which the garbage collector might never do."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(resource.close)
+    return resource
 
 
 def open_store(db: str, *, create: bool = False) -> "EventStore":
@@ -54,7 +63,7 @@ def open_store(db: str, *, create: bool = False) -> "EventStore":
     judge(db, must_exist=not create)
     from ..store import EventStore
 
-    return EventStore(Path(db).expanduser(), create=create)
+    return _closed_at_exit(EventStore(Path(db).expanduser(), create=create))
 
 
 @contextmanager
