@@ -38,6 +38,36 @@ def condenser_types() -> dict[str, type]:
     return CONDENSER_TYPES
 
 
+# Names a widely read write-up of OpenHands' condensers uses (they are the module names, in
+# OpenHands and here), accepted beside OpenHands' own config ``type`` names.
+TYPE_ALIASES = {
+    "recent_events": "recent",
+    "amortized_forgetting": "amortized",
+    "browser_output": "browser_output_masking",
+    "structured_summary": "structured",
+    "llm_summarizing": "llm",
+    "no_op": "noop",
+}
+
+
+def resolve_type(kind: Any, where: str) -> type:
+    """The condenser class a ``type`` names (an OpenHands name or an alias); an unknown one
+    is an error suggesting the nearest name."""
+    import difflib
+
+    types = condenser_types()
+    label = "--type" if where == "--type" else f"{where}.type"
+    if not isinstance(kind, str):
+        raise ConfigError(f"{label} must be a string, not {type(kind).__name__}")
+    cls = types.get(TYPE_ALIASES.get(kind, kind))
+    if cls is not None:
+        return cls
+    names = sorted(set(types) | set(TYPE_ALIASES))
+    close = difflib.get_close_matches(kind, names, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else f" (one of: {', '.join(sorted(types))})"
+    raise ConfigError(f"{label} {kind!r} is not a condenser type{hint}")
+
+
 def _settings(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")}
@@ -87,9 +117,8 @@ def condenser_from_section(section: Any, llms: Mapping[str, Any], where: str = "
     kind = section.get("type")
     if kind is None:
         raise ConfigError(f"{where}.type is missing (one of: {', '.join(sorted(types))})")
-    cls = types.get(kind)
-    if cls is None:
-        raise ConfigError(f"{where}.type {kind!r} is not a condenser type (one of: {', '.join(sorted(types))})")
+    cls = resolve_type(kind, where)
+    kind = cls.type  # errors below name the type as OpenHands does
     settings = _settings(cls)
     values: dict[str, Any] = {}
     for key, value in section.items():

@@ -8,10 +8,15 @@ as "next id = max + 1" can never race another process).
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
+import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Iterator, Literal
+from urllib.parse import quote
 
 from . import migrate
 from .errors import NotOurDatabase, SchemaTooNew, SchemaTooOld
@@ -82,18 +87,15 @@ def inspect_sqlite_file(path: Path) -> FileState:
     """Judge a file read-only. Refuse anything that is not ours without changing a byte."""
     if path.is_dir():  # before the size test: some file systems report 0 for a folder
         raise NotOurDatabase(str(path), "it is a directory")
+    if path.exists() and not path.is_file():  # /dev/zero reports 0 bytes, and never ends
+        raise NotOurDatabase(str(path), "it is not a regular file")
     if not path.exists() or path.stat().st_size == 0:
         return FileState(exists=path.exists(), revision=None)
     with path.open("rb") as f:
         header = f.read(20)
     if header[:16] != SQLITE_MAGIC:
         raise NotOurDatabase(str(path), "it is not an SQLite file")
-    # Opening a WAL-mode file even read-only creates -wal and -shm beside it. When there is no
-    # -wal, no other connection has the file open, so it can be read as immutable instead.
-    wal_mode = header[18:20] == b"\x02\x02"
-    no_wal = not Path(f"{path}-wal").exists()
-    flags = "immutable=1" if wal_mode and no_wal else "mode=ro"
-    conn = sqlite3.connect(f"file:{path}?{flags}", uri=True)
+    conn = connect_readonly(path)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
@@ -109,6 +111,38 @@ def inspect_sqlite_file(path: Path) -> FileState:
     finally:
         conn.close()
     return FileState(exists=True, revision=row[0])
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """A connection that reads ``path`` and cannot change it, safe beside writers.
+
+    It takes part in SQLite's locking like any reader, so a writer that starts meanwhile
+    can neither make it see a torn file ("database disk image is malformed") nor stale
+    data; ``immutable=1`` would allow both. Writes are refused by ``query_only``.
+
+    Which files it leaves: a WAL database needs ``-wal`` and ``-shm`` beside it while it is
+    open. When the file is writable, the connection opens it read-write (still query-only),
+    so the last connection to close removes both, as SQLite does for any writer. When it is
+    not (someone else's file), ``mode=ro`` is used, and SQLite may leave the two files
+    behind if it had to create them; only when the folder is not writable either, so that no
+    writer can exist (it could not create a ``-wal``), is the file opened ``immutable``.
+    """
+    resolved = path.resolve()
+    base = f"file:{quote(str(resolved))}"
+    if os.access(resolved, os.W_OK):
+        uri = base
+    elif Path(f"{resolved}-wal").exists() or os.access(resolved.parent, os.W_OK):
+        uri = f"{base}?mode=ro"
+    else:
+        uri = f"{base}?immutable=1"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA query_only=ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def check_revision(label: str, revision: str | None) -> None:
@@ -167,11 +201,59 @@ def current_revision(conn: "Connection") -> str | None:
     return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
+def _remove_database_files(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def publish(built: Path, path: Path) -> None:
+    """Put the finished file ``built`` at ``path``, which must not exist yet.
+
+    A hard link is atomic and never replaces a file that appeared meanwhile
+    (``FileExistsError``); where links are not supported the file is renamed instead.
+    """
+    try:
+        os.link(built, path)
+    except FileExistsError:
+        raise
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
+            raise
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.rename(built, path)
+
+
+@contextmanager
+def building(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` to build a new database in; when the block ends
+    without an error the file is put at ``path`` whole (see ``publish``), otherwise removed.
+
+    Whatever happens (an error, a kill), ``path`` either does not exist or holds the
+    finished database: never an empty or half-made file. The caller closes its connections
+    to the temporary file before the block ends.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.building")
+    try:
+        yield tmp
+        publish(tmp, path)
+    finally:
+        _remove_database_files(tmp)
+
+
 def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
     """Make sure a database is ours and at the head revision, creating it if it is new.
 
     Files at another revision are refused (``SchemaTooOld`` says to run ``migrate``), and so is
     any file that is not ours, before anything is written to it.
+
+    A new file is built beside its path and linked into place once its schema is complete,
+    so a process killed while creating it leaves no file at the path, never an empty one. An
+    existing empty (0-byte) file, as ``touch`` or ``mktemp`` leave, is taken as a new
+    database and its schema created in place, in one transaction.
     """
     location = Location.parse(path_or_url)
     if not location.is_sqlite:
@@ -188,7 +270,14 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
             raise FileNotFoundError(f"{location.label}: no such database file")
         if not location.path.parent.exists():
             raise FileNotFoundError(f"{location.label}: folder {location.path.parent} does not exist")
-        create_schema(location)
+        if state.exists:
+            create_schema(location)
+        else:
+            try:
+                with building(location.path) as tmp:
+                    create_schema(Location.parse(tmp))
+            except FileExistsError:  # another process created it meanwhile: open theirs
+                return open_location(path_or_url, create=False)
     return location
 
 

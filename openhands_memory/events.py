@@ -406,6 +406,8 @@ def event_from_dict(data: Any) -> Event:
     kind = data.get("kind")
     if kind is None:
         raise MalformedEvent("field 'kind': missing (every event names its kind)")
+    if not isinstance(kind, str):
+        raise MalformedEvent(f"field 'kind' must be a string, not {type(kind).__name__}")
     cls = EVENT_CLASSES.get(kind)
     if cls is None:
         raise UnknownEventKind(kind, EVENT_CLASSES)
@@ -420,4 +422,10 @@ def event_from_json(text: str | bytes) -> Event:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise MalformedEvent(f"not valid JSON: {e}") from None
+    except UnicodeDecodeError as e:
+        raise MalformedEvent(f"not valid UTF-8 text (byte {e.start})") from None
+    except RecursionError:
+        raise MalformedEvent("JSON nested too deeply to read") from None
+    except ValueError as e:  # an integer of more than 4,300 digits
+        raise MalformedEvent(f"not readable JSON: {e}") from None
     return event_from_dict(data)

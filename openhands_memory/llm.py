@@ -12,9 +12,13 @@ Outcome vocabulary (``LLMCall.outcome`` and ``LLMError.kind``):
 ``ok``             the provider answered with a parseable completion.
 ``rate_limited``   HTTP 429; retried.
 ``server_error``   HTTP 5xx, service unavailable, connection failures; retried.
-``timeout``        no answer within ``LLMConfig.timeout`` seconds; retried.
+``timeout``        no complete answer within ``LLMConfig.timeout`` seconds; retried. The
+                   timeout is a deadline for the whole attempt (connecting, sending,
+                   and reading the reply to its last byte), not a limit between two
+                   bytes: a server that drips its reply cannot hold a call longer.
 ``context_window`` the prompt does not fit the model; never retried (shrink it instead).
-``bad_response``   HTTP 200 whose body is not a usable completion (not JSON, no choices);
+``bad_response``   HTTP 200 whose body is not a usable completion (not JSON, no choices,
+                   a reply longer than ``MAX_REPLY_CHARS``);
                    not retried: it usually means ``api_base`` points at something that
                    is not an OpenAI-compatible endpoint, and repeating will not help.
 ``error``          anything else (auth failures, other 4xx, bad arguments); not retried.
@@ -49,6 +53,7 @@ __all__ = [
     "LLMConfig",
     "LLMError",
     "LLMReply",
+    "MAX_REPLY_CHARS",
     "TokenizerUnavailable",
     "ToolCall",
     "classify_error",
@@ -65,6 +70,13 @@ OUTCOMES = (
 )
 _RETRYABLE = frozenset({"rate_limited", "server_error", "timeout"})
 _MAX_ERROR_CHARS = 2000
+# A reply longer than this (text and tool-call arguments together) is a bad response, never
+# a summary: 200,000 characters is about 50,000 tokens, far beyond any summary we ask for.
+MAX_REPLY_CHARS = 200_000
+
+
+class DeadlineExceeded(TimeoutError):
+    """The attempt did not finish within ``LLMConfig.timeout`` seconds."""
 
 
 # --------------------------------------------------------------------------- errors
@@ -73,10 +85,19 @@ _MAX_ERROR_CHARS = 2000
 class LLMError(OpenHandsMemoryError):
     """A model call failed for good (after any retries). ``call`` records what it cost."""
 
-    def __init__(self, message: str, *, call: LLMCall, kind: str) -> None:
+    def __init__(self, message: str, *, call: LLMCall, kind: str, status: int | None = None) -> None:
         super().__init__(message)
         self.call = call
         self.kind = kind
+        self.status = status
+
+    @property
+    def brief(self) -> str:
+        """A short account for one line of output: ``gpt-4o: server_error (HTTP 500) after
+        4 attempts``; the full text is in ``str(self)`` and in the ledger."""
+        status = f" (HTTP {self.status})" if self.status else ""
+        tries = "attempt" if self.call.attempts == 1 else "attempts"
+        return f"{self.call.model}: {self.kind}{status} after {self.call.attempts} {tries}"
 
 
 class ContextWindowError(LLMError):
@@ -630,6 +651,20 @@ def _build_reply(config: LLMConfig, response: Any, started: float, attempts: int
         )
         raise LLMError(f"{config.model}: response without a message", call=call, kind="bad_response")
     choice = choices[0]
+    size = len(_message_text(choice.message) or "") + sum(len(t.arguments) for t in _tool_calls(choice.message))
+    if size > MAX_REPLY_CHARS:
+        call = LLMCall(
+            model=config.model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=_cost(response),
+            latency_s=time.perf_counter() - started,
+            outcome="bad_response",
+            error=f"the reply holds {size:,} characters, more than the {MAX_REPLY_CHARS:,} allowed",
+            response_id=response_id,
+            attempts=attempts,
+        )
+        raise LLMError(f"{config.model}: bad_response: {call.error}", call=call, kind="bad_response")
     latency = time.perf_counter() - started  # before the price lookup, which is ours
     call = LLMCall(
         model=config.model,
@@ -666,7 +701,36 @@ def _failure(
     error_cls = ContextWindowError if kind == "context_window" else LLMError
     tries = "attempt" if attempts == 1 else "attempts"
     message = f"{config.model}: {kind} after {attempts} {tries}: {call.error}"
-    return error_cls(message, call=call, kind=kind)
+    return error_cls(message, call=call, kind=kind, status=_status_code(exc))
+
+
+def _within_deadline(call: Any, seconds: float) -> Any:
+    """``call()``, or ``DeadlineExceeded`` once ``seconds`` have passed, whatever it is doing.
+
+    The HTTP client's own timeout (also set) bounds each read, so a server sending a byte
+    every few seconds would never trip it. The call runs in a daemon thread; when the
+    deadline passes it is abandoned (its socket times out or closes later) and the caller
+    goes on at once. Ctrl-C interrupts the wait.
+    """
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run, name="openhands-memory-llm-call", daemon=True)
+    worker.start()
+    if not done.wait(seconds):
+        raise DeadlineExceeded(f"no complete reply within {seconds:g} s")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 def complete(
@@ -691,7 +755,7 @@ def complete(
     while True:
         attempts += 1
         try:
-            response = litellm.completion(**kwargs)
+            response = _within_deadline(lambda: litellm.completion(**kwargs), config.timeout)
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised as LLMError
             kind = classify_error(exc)
             if kind in _RETRYABLE and attempts <= config.num_retries:

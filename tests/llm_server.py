@@ -20,8 +20,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FAULT_KINDS = frozenset(
-    {"429", "500", "503", "401", "400", "slow", "malformed_json", "empty", "context_window"}
+    {"429", "500", "503", "401", "400", "slow", "malformed_json", "empty", "context_window",
+     # added for hardening: a reply dripped a byte every ``seconds``, a reset connection, a
+     # 200 with no choices, a 200 of HTML, and a 20 MB reply
+     "drip", "reset", "empty_choices", "html", "huge"}
 )
+HUGE_REPLY_CHARS = 20_000_000
 
 # Wording is ours; the only thing that matters to clients is the code and the
 # usual "maximum context length" phrasing that providers use.
@@ -274,6 +278,38 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 )
             elif kind == "malformed_json":
                 self._send_raw(200, b"{this is not json", "application/json")
+            elif kind == "drip":
+                body = json.dumps(server._completion_body(n, text_reply("dripped reply"), request)).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.flush()
+                    for i in range(len(body)):
+                        if server._stopping.wait(reply.seconds):
+                            break
+                        self.wfile.write(body[i : i + 1])
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+            elif kind == "reset":
+                import socket
+                import struct
+
+                # SO_LINGER with a zero timeout: close() sends RST instead of FIN.
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+                self.connection.close()
+            elif kind == "empty_choices":
+                body = server._completion_body(n, text_reply("x"), request)
+                body["choices"] = []
+                self._send_json(200, body)
+            elif kind == "html":
+                self._send_raw(200, b"<html><body>Welcome to nginx!</body></html>", "text/html")
+            elif kind == "huge":
+                self._send_json(200, server._completion_body(n, text_reply("x" * HUGE_REPLY_CHARS), request))
             elif kind == "slow":
                 # Bounded: waits at most ``seconds``, or less if the server stops.
                 server._stopping.wait(reply.seconds)

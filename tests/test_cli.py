@@ -399,7 +399,7 @@ def test_append_from_file_and_stdin(tmp_path):
     assert "no such database file" in run("append", db, "c", events, code=1).output
     assert not db.exists()
     assert "appended 2 events to c: ids 0..1" in run("append", db, "c", events, "--create").output
-    assert "does not exist" in run("append", db, "c", tmp_path / "none.jsonl", code=2).output
+    assert "none.jsonl: cannot read it: No such file" in run("append", db, "c", tmp_path / "none.jsonl", code=1).output
     more = tmp_path / "more.json"
     more.write_text(json.dumps(f.user("again").to_json_dict(), indent=2))  # one pretty-printed object
     assert "appended 1 event to c: id 2" in run("append", db, "c", more).output
@@ -411,7 +411,7 @@ def test_append_from_file_and_stdin(tmp_path):
     bad = f.user().to_json() + "\n" + '{"kind": "MessageEvent", "source": "user"}' + "\n"
     out = run("append", db, "c", input=bad, code=1).output
     assert out.startswith("Error: <stdin>:2: MessageEvent: field 'llm_message'")
-    assert "already holds an event with external id" in run("append", db, "c", events, code=1).output
+    assert "is already in conversation" in run("append", db, "c", events, code=1).output
     assert digest(db) == before
     assert [r["id"] for r in json.loads(run("history", db, "c", "--json").output)] == list(range(6))
 

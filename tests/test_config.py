@@ -380,3 +380,30 @@ def test_llm_config_env_reads_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENHANDS_MEMORY_LLM_API_BASE", "http://127.0.0.1:9/v1")
     llm = condenser_from_toml(section).llm_config
     assert (llm.model, llm.api_base) == ("openai/test-model", "http://127.0.0.1:9/v1")
+
+
+# --- aliases (issue 12) ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alias, canonical", [
+    ("recent_events", "recent"), ("amortized_forgetting", "amortized"),
+    ("browser_output", "browser_output_masking"), ("structured_summary", "structured"),
+])
+def test_write_up_type_names_are_aliases(alias, canonical):
+    from openhands_memory.config import condenser_from_toml
+
+    condenser = condenser_from_toml({"condenser": {"type": alias}})
+    assert condenser.type == canonical
+    assert condenser.config()["type"] == canonical  # stored under OpenHands' own name
+    nested = condenser_from_toml({"condenser": {"type": "pipeline", "condensers": [{"type": alias}]}})
+    assert nested.condensers[0].type == canonical
+
+
+def test_unknown_type_suggests_the_nearest_name():
+    from openhands_memory.config import condenser_from_toml
+    from openhands_memory.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"condenser.type 'recent_event' is not a condenser type; did you mean 'recent_events'\?"):
+        condenser_from_toml({"condenser": {"type": "recent_event"}})
+    with pytest.raises(ConfigError, match=r"is not a condenser type \(one of: amortized,"):
+        condenser_from_toml({"condenser": {"type": "zzz"}})

@@ -279,7 +279,7 @@ def _corrupt(tmp_path, how: str) -> tuple[Path, str]:
         return folder, "appears twice"
     if how == "base_state":
         (folder / "base_state.json").write_text("{not json")
-        return folder, "base_state.json: not valid JSON"
+        return folder, "base_state.json:1:2: not valid JSON"
     if how == "name":
         (ev / "event-7-x.json").write_text("{}")
         return folder, "event-7-x.json"
@@ -366,7 +366,7 @@ def test_parse_text_accepts_object_list_and_lines():
     assert len(parse_text(json.dumps([one, two], indent=2), "-")) == 2
     assert len(parse_text(json.dumps(one) + "\n\n" + json.dumps(two) + "\n", "-")) == 2
     assert len(parse_text(json.dumps(one, indent=2), "-")) == 1  # pretty-printed single object
-    with pytest.raises(ImportFailed, match=r"-:2: not valid JSON"):
+    with pytest.raises(ImportFailed, match=r"-:2:2: not valid JSON"):
         parse_text(json.dumps(one) + "\n{oops\n", "-")
     with pytest.raises(ImportFailed, match=r"-\[1\]: field 'kind': missing"):
         parse_text(json.dumps([one, {"id": "x"}]), "-")

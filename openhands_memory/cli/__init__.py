@@ -54,16 +54,54 @@ Conversation ids may be shortened to any unique prefix.
 def _user_errors() -> tuple[type[BaseException], ...]:
     from ..errors import OpenHandsMemoryError
 
-    return (OpenHandsMemoryError, OSError, sqlite3.Error)
+    errors: tuple[type[BaseException], ...] = (OpenHandsMemoryError, OSError, sqlite3.Error)
+    if "sqlalchemy" in sys.modules:  # loaded only to create or migrate a file
+        from sqlalchemy.exc import SQLAlchemyError
+
+        errors += (SQLAlchemyError,)
+    return errors
 
 
 def _message(exc: BaseException) -> str:
+    """One line saying what went wrong."""
+    orig = getattr(exc, "orig", None)  # SQLAlchemy wraps the driver's error
+    if isinstance(orig, sqlite3.Error):
+        exc = orig
     if isinstance(exc, sqlite3.Error):
-        return f"SQLite: {exc}"
-    if isinstance(exc, OSError) and exc.strerror and getattr(exc, "filename", None):
-        return f"{exc.filename}: {exc.strerror}"
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
+        text = f"SQLite: {exc}"
+    elif isinstance(exc, OSError) and exc.strerror and getattr(exc, "filename", None):
+        text = f"{exc.filename}: {exc.strerror}"
+    elif "sqlalchemy" in sys.modules and _is_sqlalchemy_error(exc):
+        text = f"database: {exc._message()}"  # type: ignore[attr-defined]  # no help-site link
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def _is_sqlalchemy_error(exc: BaseException) -> bool:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return isinstance(exc, SQLAlchemyError)
+
+
+class UserError(click.ClickException):
+    """An error the user can act on: ``Error: …`` on one line, exit status 1.
+
+    On a terminal the message is wrapped to its width (80 columns when unknown), continuation
+    lines indented; to a pipe or a file it stays one line, for scripts and logs to grep.
+    """
+
+    def show(self, file: Any = None) -> None:
+        stream = file if file is not None else sys.stderr
+        text = f"Error: {self.format_message()}"
+        if getattr(stream, "isatty", lambda: False)():
+            import shutil
+            import textwrap
+
+            width = shutil.get_terminal_size((80, 24)).columns
+            text = textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False,
+                                 break_long_words=False)
+        click.echo(text, file=stream)
 
 
 class LazyGroup(click.Group):
@@ -91,10 +129,12 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
+        except (click.UsageError, UserError, click.exceptions.Exit, click.Abort, BrokenPipeError):
             raise
+        except click.ClickException as exc:
+            raise UserError(" ".join(exc.message.split())) from None
         except _user_errors() as exc:
-            raise click.ClickException(_message(exc)) from None
+            raise UserError(_message(exc)) from None
 
 
 @click.group("openhands-memory", cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -13,7 +13,9 @@ from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_store
 from .describe import preview
-from .output import echo_json, echo_pairs, id_runs, number, one_line
+from . import UserError
+from ..condensers.llm_base import PREVIEW_SUMMARY
+from .output import echo_json, echo_pairs, id_runs, number, one_line, say
 
 
 def _value(text: str) -> Any:
@@ -99,23 +101,41 @@ def _estimate(view: Any, cond: Any, forgotten: list[int]) -> tuple[int, int]:
 @click.command()
 @click.argument("db")
 @click.argument("conversation", metavar="CONV")
-@click.option("-c", "--config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("-c", "--config", type=click.Path(dir_okay=False, path_type=Path),
               help="An OpenHands-style config.toml with a [condenser] section.")
 @click.option("-n", "--name", help="Use [condenser.NAME] of --config.")
 @click.option("-t", "--type", "kind", metavar="TYPE",
               help="A condenser type: noop, observation_masking, browser_output_masking, recent, amortized, "
-                   "conversation_window, llm, structured, llm_attention, pipeline.")
+                   "conversation_window, llm, structured, llm_attention, pipeline (or an alias such as "
+                   "recent_events).")
 @click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE",
               help="A setting of --type (repeatable), e.g. --set max_size=80 --set llm_config.model=gpt-4o-mini.")
-@click.option("--dry-run", is_flag=True, help="Show what would be forgotten; write nothing.")
+@click.option("--dry-run", is_flag=True, help="Show what would be forgotten; write nothing, call no model.")
+@click.option("--with-summary", is_flag=True,
+              help="With --dry-run: do call the model, to show its summary (or ranking).")
 @output_format("text", "json", default="text")
 def condense(db: str, conversation: str, config: Path | None, name: str | None, kind: str | None,
-             pairs: tuple[str, ...], dry_run: bool, fmt: str) -> None:
+             pairs: tuple[str, ...], dry_run: bool, with_summary: bool, fmt: str) -> None:
     """Run a condenser on CONV's current view and store the condensation it makes.
 
     Without --config or --type: the default pipeline, summarizing offline (no API key).
+    The output names who wrote the summary (a model, or the offline summarizer). When the
+    model fails and nothing is written, the command says why and exits with status 1; when
+    a fallback wrote the condensation instead, it says so.
+
+    \b
+    Example:
+      openhands-memory condense agent.db fix-bug --dry-run
+      openhands-memory condense agent.db fix-bug --type recent --set max_events=40
+      openhands-memory condense agent.db fix-bug --config config.toml
     """
+    if with_summary and not dry_run:
+        raise click.UsageError("--with-summary goes with --dry-run")
+    if config is not None and not config.is_file():
+        raise click.ClickException(f"{config}: no such file")
     condenser, label = build_condenser(config, name, kind, pairs)
+    preview = dry_run and not with_summary
+    set_preview(condenser, preview)
     if dry_run and counts_tokens(condenser):
         # Counting tokens caches each event's count in its row. A dry run must leave the file
         # as it is, so it runs on a snapshot copy (made with SQLite's backup API).
@@ -131,6 +151,34 @@ def condense(db: str, conversation: str, config: Path | None, name: str | None, 
         echo_json(report)
     else:
         _echo(report, label)
+    if report.get("error"):
+        raise UserError(report["error"])
+
+
+def llm_condensers(condenser: Any) -> list[Any]:
+    """The strategies in ``condenser`` (a pipeline is walked) that can call a model."""
+    from ..condensers.llm_base import LLMCondenser
+
+    if isinstance(condenser, LLMCondenser):
+        return [condenser]
+    return [c for sub in getattr(condenser, "condensers", None) or [] for c in llm_condensers(sub)]
+
+
+def set_preview(condenser: Any, preview: bool) -> None:
+    for c in llm_condensers(condenser):
+        c.preview = preview
+
+
+def summarizers(condenser: Any) -> str | None:
+    """Who writes summaries (or rankings) in ``condenser``, for the output; None if nobody."""
+    names = []
+    for c in llm_condensers(condenser):
+        who = c.summarizer
+        if c.llm_config is None:
+            who += f" ({c.type} has no llm_config)"
+        if who not in names:
+            names.append(who)
+    return ", ".join(names) or None
 
 
 def counts_tokens(condenser: Any) -> bool:
@@ -149,21 +197,54 @@ def _find(condenser: Any, kind: str | None) -> Any:
     return None
 
 
+def _model_trouble(condenser: Any) -> tuple[str | None, bool]:
+    """(the latest model failure in one short line, whether a preview needed the model)."""
+    failure, needed = None, False
+    for c in llm_condensers(condenser):
+        if c.failure is not None:
+            failure = c.failure.brief
+        needed = needed or c.needs_model
+    return failure, needed
+
+
+def _in_memory(before: Any, after: Any) -> dict[str, Any]:
+    """What an in-memory rewrite (masking, recent events) changes in what the model is sent."""
+    kept = {e.seq for e in after.events if e.seq is not None}
+    dropped = [e.seq for e in before.events if e.seq is not None and e.seq not in kept]
+    old = {e.seq: e.to_json() for e in before.events if e.seq is not None}
+    changed = [e.seq for e in after.events if e.seq is not None and old.get(e.seq) not in (None, e.to_json())]
+    return {"sent_events": len(after), "left_out_ids": dropped, "rewritten_ids": changed}
+
+
 def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: bool) -> dict[str, Any]:
     from ..condense import condense as run
+    from ..condensers.llm_base import ModelNotCalled, SummarizerFailed
     from ..events import Condensation
 
     store = open_store(db)
     try:
         conv = open_conversation(store, conversation)
         before = conv.view()
-        result = run(conv, condenser, dry_run=dry_run)
+        base = {"conversation": conv.id, "condenser": label, "dry_run": dry_run,
+                "summarizer": summarizers(condenser), "view_events": len(before)}
+        try:
+            result = run(conv, condenser, dry_run=dry_run)
+        except ModelNotCalled:
+            result = None
+        except SummarizerFailed as e:  # a hard requirement whose fallback is "raise"
+            result = None
+            if not _model_trouble(condenser)[0]:
+                raise
+        failure, needed = _model_trouble(condenser)
         if not isinstance(result, Condensation):
-            rewritten = result is not before and [e.to_json() for e in result.events] != [e.to_json() for e in before.events]
-            return {
-                "conversation": conv.id, "condenser": label, "condensed": False, "dry_run": dry_run,
-                "view_events": len(before), "rewritten_in_memory": rewritten,
-            }
+            report = {**base, "condensed": False, "model_failure": failure, "error": None}
+            if failure:
+                report["error"] = f"condense: {failure}; no condensation was stored"
+            elif needed:
+                report["needs_model"] = True
+            elif result is not None and result is not before:
+                report["in_memory"] = _in_memory(before, result)
+            return report
         forgotten = _forgotten_positions(before, result)
         seqs = [before.events[i].seq for i in forgotten]
         note = result.note
@@ -173,12 +254,16 @@ def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: boo
         else:
             tokens_before, tokens_after = _estimate(before, result, forgotten)
             counter = "chars/4 estimate"
+        reason = note.reason if note else None
+        fallback = reason.split(";fallback=", 1)[1] if reason and ";fallback=" in reason else None
         after_view = None if dry_run else conv.view()
         return {
-            "conversation": conv.id, "condenser": label, "condensed": True, "dry_run": dry_run,
-            "strategy": note.strategy if note else None, "reason": note.reason if note else None,
-            "forgotten_ids": seqs, "forgotten_count": len(seqs), "view_events": len(before),
+            **base, "condensed": True, "error": None,
+            "strategy": note.strategy if note else None, "reason": reason,
+            "fallback": fallback, "model_failure": failure,
+            "forgotten_ids": seqs, "forgotten_count": len(seqs),
             "summary": result.summary, "summary_offset": result.summary_offset,
+            "summary_written": not (dry_run and result.summary == PREVIEW_SUMMARY),
             "tokens_before": tokens_before, "tokens_after": tokens_after, "token_counter": counter,
             "stored_as": None if dry_run else result.seq,
             "view_events_after": len(after_view) if after_view is not None else None,
@@ -189,28 +274,55 @@ def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: boo
 
 def _echo(report: dict[str, Any], label: str) -> None:
     dry_run = report["dry_run"]
+    who = report["summarizer"]
     if not report["condensed"]:
-        click.echo(f"nothing to condense: {label} keeps the view of {report['view_events']} events as it is"
-                   + (" (it rewrites some in memory, e.g. masking, which is never stored)"
-                      if report["rewritten_in_memory"] else ""))
+        if report.get("error"):
+            return  # the error line says it all
+        if report.get("needs_model"):
+            say(f"dry run: {label} asks {who} which events to forget; a dry run does not call "
+                "it (add --with-summary to ask it)")
+            return
+        memory = report.get("in_memory")
+        if memory and (memory["left_out_ids"] or memory["rewritten_ids"]):
+            head = "dry run: " if dry_run else ""
+            say(f"{head}nothing to store: {label} rewrites the view in memory only (never stored)")
+            pairs_out: list[tuple[str, Any]] = [
+                ("sends", f"{memory['sent_events']:,} of {report['view_events']:,} events to the model")]
+            if memory["left_out_ids"]:
+                pairs_out.append(("leaves out", id_runs(memory["left_out_ids"])))
+            if memory["rewritten_ids"]:
+                pairs_out.append(("masks", id_runs(memory["rewritten_ids"])))
+            echo_pairs(pairs_out, indent=2, wrap=True)
+            return
+        say(f"nothing to condense: {label} keeps the view ({report['view_events']:,} events) as it is")
         return
     head = "dry run: would condense" if dry_run else "condensed"
     why = f" ({report['strategy']}, reason: {report['reason']})" if report["strategy"] else ""
-    click.echo(f"{head} {report['conversation']} with {label}{why}")
+    say(f"{head} {report['conversation']} with {label}{why}")
     seqs = report["forgotten_ids"]
-    pairs_out: list[tuple[str, Any]] = [
-        ("forgets", f"{len(seqs)} of {report['view_events']} events: {id_runs(s for s in seqs if s is not None) or '-'}"),
+    pairs_out = [
+        ("forgets", f"{len(seqs):,} of {report['view_events']:,} events: "
+                    f"{id_runs(s for s in seqs if s is not None) or '-'}"),
     ]
     if report["summary"] is not None:
-        gist = one_line(preview({"kind": "CondensationSummaryEvent", "summary": report["summary"]}))
-        pairs_out.append(("summary", f"at position {report['summary_offset']}: " + gist[:56]
-                          + ("…" if len(gist) > 56 else "")))
+        where = f"at position {report['summary_offset']}: "
+        if not report["summary_written"]:
+            pairs_out.append(("summary", where + f"by {who}, not asked in a dry run (--with-summary asks it)"))
+        else:
+            gist = one_line(preview({"kind": "CondensationSummaryEvent", "summary": report["summary"]}))
+            room = 80 - 2 - len("written by") - 2 - len(where)  # the widest label beside it
+            pairs_out.append(("summary", where + (gist if len(gist) <= room else gist[: room - 1] + "…")))
+            writer = "the offline summarizer" if report.get("fallback") == "offline" else who
+            pairs_out.append(("written by", writer or "-"))
+    if report.get("fallback"):
+        because = f": {report['model_failure']}" if report.get("model_failure") else ""
+        pairs_out.append(("fallback", f"{report['fallback']}, because the model failed{because}"))
     pairs_out.append(("tokens", f"{number(report['tokens_before'])} -> {number(report['tokens_after'])} "
                                 f"({report['token_counter']})"))
     if not dry_run:
         pairs_out.append(("stored", f"as event {report['stored_as']}; the view now has "
-                                    f"{report['view_events_after']} events"))
-    echo_pairs(pairs_out, indent=2)
+                                    f"{report['view_events_after']:,} events"))
+    echo_pairs(pairs_out, indent=2, wrap=True)
     if dry_run:
         click.echo("dry run: nothing was written")
 

@@ -13,7 +13,7 @@ import click
 from ..storage import hidden
 from ..storage.sqlite import SqliteSession
 from . import output_format
-from .opening import open_readonly, open_store, readonly_uri, resolve
+from .opening import open_readonly, open_store, resolve
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number
 
 # --- init ------------------------------------------------------------------------------------
@@ -59,7 +59,9 @@ def _descriptions() -> dict[str, str]:
 
 def copy_database(path: Path, target: Path) -> Path:
     """A consistent copy of ``path`` (its -wal content included) through SQLite's backup API."""
-    source = sqlite3.connect(readonly_uri(path), uri=True)
+    from ..database import connect_readonly
+
+    source = connect_readonly(path)
     try:
         copy = sqlite3.connect(str(target))
         try:

@@ -26,9 +26,9 @@ def _is_demo(path: Path) -> bool:
         return False
     if state.revision is None:
         return path.stat().st_size == 0
-    from .opening import readonly_uri
+    from ..database import connect_readonly
 
-    conn = sqlite3.connect(readonly_uri(path), uri=True)
+    conn = connect_readonly(path)
     try:
         rows = conn.execute("SELECT id, json_extract(metadata, '$." + MARKER + "') FROM conversation").fetchall()
     except sqlite3.Error:

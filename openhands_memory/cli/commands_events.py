@@ -15,7 +15,7 @@ from .. import ranges
 from . import output_format
 from .describe import kind_label, one, source_label
 from .opening import conversation as open_conversation
-from .opening import open_readonly, open_store, resolve
+from .opening import judge, open_readonly, open_store, resolve, writing_store
 from .output import Column, Table, echo_csv, echo_json, id_runs, note, term_width
 
 # --- append ----------------------------------------------------------------------------------
@@ -24,7 +24,7 @@ from .output import Column, Table, echo_csv, echo_json, id_runs, note, term_widt
 @click.command()
 @click.argument("db")
 @click.argument("conversation", metavar="CONV")
-@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("file", required=False)
 @click.option("--create", is_flag=True, help="Create DB and the conversation if they do not exist yet.")
 @output_format("text", "json", default="text")
 def append(db: str, conversation: str, file: str | None, create: bool, fmt: str) -> None:
@@ -32,42 +32,47 @@ def append(db: str, conversation: str, file: str | None, create: bool, fmt: str)
 
     FILE holds one event object, a JSON list of them, or JSON Lines, in the SDK's shape
     ({"kind": "MessageEvent", ...}). Each event gets the next id: 0, 1, 2, ...
+    A bad event is named (file and line) and nothing is written; with --create, a new
+    file or conversation is made only if every event is appended.
+
+    \b
+    Example:
+      openhands-memory append agent.db fix-bug events.jsonl --create
+      openhands-memory export old.db b1 | openhands-memory append new.db b1
     """
     from ..errors import ConversationNotFound
-    from ..io.jsonl import parse_text
+    from ..io.common import append_events, read_bounded, read_stream
+    from ..io.jsonl import parse_bytes
 
     if file is None and sys.stdin.isatty():
         raise click.UsageError("give a FILE, or pipe the events on stdin")
-    store = open_store(db, create=create)  # judge the database before reading anything
-    try:
+    judge(db, must_exist=not create)  # judge the database before reading anything
+    if file in (None, "-"):
+        where = "<stdin>"
+        data = read_stream(sys.stdin.buffer, where)
+    else:
+        where = file
+        data = read_bounded(file)
+    events = parse_bytes(data, where)
+    with writing_store(db, create=create) as store:
         try:
-            conv = open_conversation(store, conversation)
+            cid = resolve(store.db, conversation)
         except ConversationNotFound:
             if not create:
                 raise click.ClickException(
                     f"no conversation with id {conversation!r} in {db} (use --create to start it)"
                 ) from None
-            conv = None
-        if file in (None, "-"):
-            text, where = sys.stdin.read(), "<stdin>"
-        else:
-            with open(file, encoding="utf-8") as f:
-                text, where = f.read(), file
-        events = [e for e, _ in parse_text(text, where)]
-        created = conv is None
-        if conv is None:
-            conv = store.create_conversation(conversation)
-        ids = conv.append_many(events)
-    finally:
-        store.close()
+            cid = conversation
+        result = append_events(store, cid, events, create=create)
+    ids, created = result.ids, result.created
     if fmt == "json":
-        echo_json({"conversation": conv.id, "created": created, "ids": ids})
+        echo_json({"conversation": cid, "created": created, "ids": ids})
     elif not ids:
-        click.echo(f"{'created ' + conv.id + '; ' if created else ''}no events in {where}: nothing appended")
+        click.echo(f"{'created ' + cid + '; ' if created else ''}no events in {where}: nothing appended")
     else:
         if created:
-            click.echo(f"created conversation {conv.id}")
-        click.echo(f"appended {len(ids)} event{'s' if len(ids) != 1 else ''} to {conv.id}: "
+            click.echo(f"created conversation {cid}")
+        click.echo(f"appended {len(ids)} event{'s' if len(ids) != 1 else ''} to {cid}: "
                    f"id{'s' if len(ids) != 1 else ''} {id_runs(ids)}")
 
 

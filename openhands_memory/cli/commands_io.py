@@ -24,7 +24,7 @@ PROGRESS_MIN = 5000  # smaller imports finish before a bar is worth drawing
 
 @click.command("import")
 @click.argument("db")
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path))
 @click.option("-c", "--conversation", "conversation_id", metavar="ID",
               help="Id of the new conversation (default: base_state.json's id, else the folder or file name).")
 @output_format("text", "json", default="text")
@@ -39,16 +39,21 @@ def import_(db: str, path: Path, conversation_id: str | None, fmt: str) -> None:
       JSON Lines of event dicts (ours, or the SDK's).
 
     The import is one transaction: if any file or line is bad, the error names it and
-    nothing is imported.
+    nothing is imported. A new DB appears only once the import is complete.
+
+    \b
+    Example:
+      openhands-memory import agent.db ~/.openhands/conversations/<id>
+      openhands-memory import agent.db trajectory.json --conversation bug-42
     """
     from ..errors import ConversationExists
     from ..io import importer
+    from .opening import judge, writing_store
 
-    total = importer.count_events(path)  # also judges the path before any database is touched
-    fresh = not Path(db).expanduser().exists()
-    store = open_store(db, create=True)
+    judge(db, must_exist=False)  # the database, then the input, before anything is written
+    total = importer.count_events(path)  # also judges the path
     show_bar = total is not None and total >= PROGRESS_MIN and sys.stderr.isatty()
-    try:
+    with writing_store(db, create=True) as store:
         try:
             if show_bar:
                 with click.progressbar(length=total, label="importing", file=sys.stderr, show_pos=True) as bar:
@@ -58,13 +63,6 @@ def import_(db: str, path: Path, conversation_id: str | None, fmt: str) -> None:
         except ConversationExists as e:
             raise click.ClickException(f"{e}; import it under another id with --conversation ID") from None
         v = store.conversation(result.conversation_id).view()
-    except BaseException:
-        store.close()
-        if fresh:  # a failed import into a new file leaves no file behind
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{Path(db).expanduser()}{suffix}").unlink(missing_ok=True)
-        raise
-    store.close()
     if fmt == "json":
         echo_json({**result.as_dict(), "view_events": len(v)})
         return

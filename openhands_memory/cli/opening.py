@@ -1,7 +1,7 @@
 """Opening a database for a command: read-only for reading commands, the store for writing ones.
 
 Reading commands never create or change a file: a missing path is an error, not a new
-database, and they read through a ``mode=ro`` connection. Every opening judges the file first
+database, and they read through a query-only connection (``database.connect_readonly``). Every opening judges the file first
 (not SQLite, someone else's tables, an old or unknown schema revision), with the library's
 messages.
 """
@@ -9,9 +9,9 @@ messages.
 from __future__ import annotations
 
 import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
@@ -41,23 +41,21 @@ def judge(db: str, *, must_exist: bool = True) -> Path:
     return path
 
 
-def readonly_uri(path: Path) -> str:
-    """A ``mode=ro`` URI. A WAL file with no ``-wal`` beside it is opened immutable, so that
-    reading it does not leave ``-wal``/``-shm`` files behind."""
-    flags = "mode=ro"
-    with path.open("rb") as f:
-        header = f.read(20)
-    if header[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists():
-        flags += "&immutable=1"
-    return f"file:{quote(str(path.resolve()))}?{flags}"
-
-
 def open_readonly(db: str) -> sqlite3.Connection:
-    """A read-only connection to an openhands-memory database at the current schema."""
-    path = judge(db)
-    conn = sqlite3.connect(readonly_uri(path), uri=True)
-    conn.execute("PRAGMA query_only=ON")
-    return conn
+    """A read-only connection to an openhands-memory database at the current schema (see
+    ``database.connect_readonly``: safe beside writers, and leaves no files behind)."""
+    from ..database import connect_readonly
+
+    return _closed_at_exit(connect_readonly(judge(db)))
+
+
+def _closed_at_exit(resource: Any) -> Any:
+    """Close ``resource`` when the command ends, however it ends: SQLite removes -wal and
+    -shm only when the last connection is closed, which the garbage collector might never do."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(resource.close)
+    return resource
 
 
 def open_store(db: str, *, create: bool = False) -> "EventStore":
@@ -65,7 +63,38 @@ def open_store(db: str, *, create: bool = False) -> "EventStore":
     judge(db, must_exist=not create)
     from ..store import EventStore
 
-    return EventStore(Path(db).expanduser(), create=create)
+    return _closed_at_exit(EventStore(Path(db).expanduser(), create=create))
+
+
+@contextmanager
+def writing_store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
+    """The store, closed at the end. When ``create`` makes a new file, it is built beside
+    ``db`` and put in place only if the block succeeds (``database.building``): a failed or
+    killed command leaves no file at all, never an empty database."""
+    from ..database import building
+    from ..store import EventStore
+
+    path = judge(db, must_exist=not create)
+    if not path.parent.is_dir():
+        raise click.ClickException(f"{db}: folder {path.parent} does not exist")
+    if not (create and not path.exists()):
+        store = EventStore(path, create=create)
+        try:
+            yield store
+        finally:
+            store.close()
+        return
+    try:
+        with building(path) as tmp:
+            store = EventStore(tmp, create=True)
+            try:
+                yield store
+            finally:
+                store.close()
+    except FileExistsError:
+        raise click.ClickException(
+            f"{db} was created by another process meanwhile; nothing was written (run again)"
+        ) from None
 
 
 def resolve(conn: sqlite3.Connection, conversation: str) -> str:

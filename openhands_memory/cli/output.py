@@ -11,6 +11,7 @@ import csv
 import json
 import shutil
 import sys
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -131,15 +132,25 @@ def echo_csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         writer.writerow(["" if v is None else v for v in row])
 
 
-def echo_pairs(pairs: Sequence[tuple[str, Any]], indent: int = 0) -> None:
-    """Aligned ``label  value`` lines."""
+def echo_pairs(pairs: Sequence[tuple[str, Any]], indent: int = 0, wrap: bool = False) -> None:
+    """Aligned ``label  value`` lines; with ``wrap``, long values continue on further lines
+    under the value's first column, within the terminal's width."""
     if not pairs:
         return
     width = max(len(k) for k, _ in pairs)
     pad = " " * indent
     for key, value in pairs:
         text = value if isinstance(value, str) else number(value)
-        click.echo(f"{pad}{key.ljust(width)}  {text}".rstrip())
+        line = f"{pad}{key.ljust(width)}  {text}".rstrip()
+        if wrap and len(line) > term_width():
+            line = textwrap.fill(line, term_width(), subsequent_indent=" " * (indent + width + 2),
+                                 break_on_hyphens=False)
+        click.echo(line)
+
+
+def say(text: str) -> None:
+    """A sentence for people, wrapped to the terminal's width (80 columns when unknown)."""
+    click.echo(textwrap.fill(text, term_width(), subsequent_indent="  ", break_on_hyphens=False))
 
 
 def heading(text: str) -> None:

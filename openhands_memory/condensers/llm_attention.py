@@ -18,7 +18,7 @@ from ..events import Condensation
 from ..llm import LLMReply, complete
 from ..view import View
 from .base import Reason, forgotten_runs, system_floor
-from .llm_base import LLMCondenser, SummarizerFailed, longest
+from .llm_base import LLMCondenser, ModelNotCalled, SummarizerFailed, longest
 from .rendering import clip, describe
 
 INSTRUCTIONS = """\
@@ -102,8 +102,8 @@ class LLMAttentionCondenser(LLMCondenser):
         return self._forget_all_but(view, self.keep_set(view, self.ranking(view), reasons))
 
     def fallback(self, view: View, reasons: set[Reason], error) -> Condensation | None:
-        if self.hard_fallback == "raise":
-            return None
+        if self.hard_fallback == "raise" or isinstance(error, ModelNotCalled):
+            return None  # a preview shows what the model would decide, or nothing
         # A ranking that was made but led nowhere did not produce what the fallback writes.
         self._calls = [replace(c, produced=False) for c in self._calls]
         if isinstance(error, SummarizerFailed) or self.hard_fallback == "offline":

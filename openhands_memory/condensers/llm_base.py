@@ -34,7 +34,19 @@ def longest(events: list[Event]) -> int:
 
 
 class SummarizerFailed(NoCondensationAvailable):
-    """The model call failed; nothing was condensed."""
+    """The model call failed; nothing was condensed. ``brief``: one short line saying why."""
+
+    def __init__(self, message: str, brief: str | None = None):
+        super().__init__(message)
+        self.brief = brief or message
+
+
+class ModelNotCalled(NoCondensationAvailable):
+    """A preview (``preview=True``) reached a point where only the model can decide."""
+
+
+# What a preview puts where the model's summary would be.
+PREVIEW_SUMMARY = "(not written: a dry run does not call the model)"
 
 
 @dataclass
@@ -54,6 +66,23 @@ class LLMCondenser(RollingCondenser):
     hard_fallbacks: ClassVar[tuple[str, ...]] = ("offline", "reset", "raise")
     purpose: ClassVar[str] = "summary"
     _calls: list[LedgerEntry] = field(default_factory=list, init=False, repr=False, compare=False)
+    # Set by callers, never configured: ``preview`` stands a placeholder in for every model
+    # call (dry runs); ``failure`` is the last model failure of the latest ``condense``.
+    preview: bool = field(default=False, init=False, repr=False, compare=False)
+    failure: SummarizerFailed | None = field(default=None, init=False, repr=False, compare=False)
+    needs_model: bool = field(default=False, init=False, repr=False, compare=False)
+
+    @property
+    def summarizer(self) -> str:
+        """Who writes this strategy's summaries: ``model gpt-4o-mini`` or ``the offline
+        summarizer``."""
+        if self.llm_config is None:
+            return "the offline summarizer"
+        return f"model {self.llm_config.model}"
+
+    def condense(self, view: View):  # type: ignore[override]
+        self.failure, self.needs_model = None, False
+        return super().condense(view)
 
     def _validate(self) -> None:
         super()._validate()
@@ -86,6 +115,9 @@ class LLMCondenser(RollingCondenser):
         ValueError) raises SummarizerFailed, so nothing half-made is ever stored.
         """
         limit = self.max_event_length
+        if self.preview:
+            self.needs_model = True
+            raise ModelNotCalled(f"{self.type}: only the model can decide here, and a dry run does not call it")
         for _ in range(self.hard_context_reset_max_retries):
             try:
                 reply = request(limit)
@@ -98,17 +130,23 @@ class LLMCondenser(RollingCondenser):
                 continue
             except LLMError as e:
                 self._record(e.call, False)
-                raise SummarizerFailed(f"{self.type}: the model call failed: {e}") from e
+                self.failure = SummarizerFailed(f"{self.type}: the model call failed: {e}", e.brief)
+                raise self.failure from e
             try:
                 result = parse(reply)
             except ValueError as e:
                 self._record(replace(reply.call, outcome="bad_response", error=str(e)), False)
-                raise SummarizerFailed(f"{self.type}: the model's reply was unusable: {e}") from e
+                brief = f"{reply.call.model}: bad_response ({' '.join(str(e).split())[:60]})"
+                self.failure = SummarizerFailed(f"{self.type}: the model's reply was unusable: {e}", brief)
+                raise self.failure from e
             self._record(reply.call, True)
             return result
-        raise SummarizerFailed(
-            f"{self.type}: the summarizer's context overflowed even with events cut to {limit} characters"
+        self.failure = SummarizerFailed(
+            f"{self.type}: the summarizer's context overflowed even with events cut to {limit} characters",
+            f"{self.llm_config.model if self.llm_config else self.type}: context_window even with "
+            f"events cut to {limit} characters",
         )
+        raise self.failure
 
 
 @dataclass
@@ -137,6 +175,8 @@ class SummarizingCondenser(LLMCondenser):
     def summarize(self, events: list[Event], previous: str | None) -> str:
         if self.llm_config is None:
             return self.summarize_offline(events, previous)
+        if self.preview:
+            return PREVIEW_SUMMARY
         return self.summarize_with_model(events, previous)
 
     def condensation(self, view: View, start: int, end: int, summary: str) -> Condensation:

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import re
+import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Union
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Union
 
 from .. import ranges
 from ..storage import IntegrityViolation, condensations
 from ..storage.codec import event_row
 from ..errors import ConversationExists, MalformedEvent, OpenHandsMemoryError
-from ..events import EVENT_CLASSES, Condensation, Event, event_from_dict, event_from_json
+from ..events import EVENT_CLASSES, Condensation, Event, event_from_dict
 
 if TYPE_CHECKING:
     from ..store import EventStore
@@ -73,14 +77,15 @@ def _event_adapter() -> Any:
 
 def parse_event_json(text: str | bytes, where: object) -> Event:
     """The event one JSON document holds; ``ImportFailed`` naming ``where`` if it is bad."""
-    try:
-        return _event_adapter().validate_json(text)
-    except Exception:  # pydantic's ValidationError; explained below in our own words
-        pass
-    try:
-        return event_from_json(text)
-    except MalformedEvent as e:
-        raise ImportFailed(where, str(e)) from None
+    raw = text.encode("utf-8", errors="surrogatepass") if isinstance(text, str) else text
+    # pydantic reads NaN and Infinity, which are not JSON (SQLite's json functions refuse a
+    # payload holding them): such text takes the strict path below.
+    if b"NaN" not in raw and b"Infinity" not in raw:
+        try:
+            return _event_adapter().validate_json(raw)
+        except Exception:  # pydantic's ValidationError; explained below in our own words
+            pass
+    return parse_event_dict(load_json(raw, where), where)
 
 
 def parse_event_dict(data: Any, where: object) -> Event:
@@ -95,12 +100,118 @@ def parse_event_dict(data: Any, where: object) -> Event:
 
 
 def load_json(text: str | bytes, where: object) -> Any:
+    """Parse JSON with the bounds every input is read with (see ``MAX_DEPTH``).
+
+    pydantic-core's parser is used rather than the ``json`` module: it is strict about UTF-8
+    and about lone surrogates (which SQLite cannot store), it refuses numbers of more than
+    4,300 digits, and it stops at ``MAX_DEPTH`` levels of nesting with an error instead of
+    exhausting the stack.
+    """
+    from pydantic_core import from_json
+
+    if isinstance(text, str):
+        try:
+            text = text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ImportFailed(where, f"not valid text: {e.reason} at character {e.start}") from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ImportFailed(where, f"not valid JSON: {e}") from None
+        return from_json(text, allow_inf_nan=False)
+    except ValueError as e:
+        problem, line, column = json_problem(str(e))
+        raise ImportFailed(_at(where, line, column), problem) from None
+
+
+_POSITION = re.compile(r"\s*at line (\d+) column (\d+)$")
+_LINE_LABEL = re.compile(r":\d+$")
+
+
+def json_problem(message: str) -> tuple[str, int | None, int | None]:
+    """pydantic-core's parse error in our words, and the line and column it names."""
+    found = _POSITION.search(message)
+    line, column = (int(found.group(1)), int(found.group(2))) if found else (None, None)
+    text = message[: found.start()] if found else message
+    if text.startswith("recursion limit exceeded"):
+        return f"JSON nested deeper than {MAX_DEPTH} levels", line, column
+    if text.startswith("number out of range"):
+        return "a number of more than 4,300 digits", line, column
+    if "unicode" in text.lower() or "utf-8" in text.lower():
+        return "not valid UTF-8 text", line, column
+    return f"not valid JSON: {text}", line, column
+
+
+def _at(where: object, line: int | None, column: int | None) -> str:
+    """``where`` with the position inside it: ``file:line:column``, or ``file:N:column`` for
+    line N of a JSON Lines file (whose text is one line)."""
+    label = str(where)
+    if line is None:
+        return label
+    if _LINE_LABEL.search(label) and line == 1:
+        return f"{label}:{column}"
+    return f"{label}:{line}:{column}"
+
+
+# --- bounded reading -------------------------------------------------------------------------
+
+MAX_DEPTH = 200  # pydantic-core's parser refuses JSON nested deeper than this
+MAX_EVENT_BYTES = 64 << 20  # one event: an event file, a JSON Lines line
+MAX_DOCUMENT_BYTES = 1 << 30  # a whole JSON document: a legacy trajectory, a JSON list
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20:,} MB" if n >= 1 << 20 else f"{n:,} bytes"
+
+
+def open_regular(path: str | Path) -> int:
+    """A descriptor of ``path``, refused unless it is a regular file (a FIFO, a device such as
+    ``/dev/zero`` or a socket could be read forever)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise ImportFailed(path, f"cannot read it: {e.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as e:
+        os.close(fd)
+        raise ImportFailed(path, f"cannot read it: {e.strerror}") from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = "a folder" if stat.S_ISDIR(mode) else "a device, pipe or socket"
+        raise ImportFailed(path, f"not a regular file (it is {what})")
+    return fd
+
+
+def read_bounded(path: str | Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; ``ImportFailed`` otherwise."""
+    fd = open_regular(path)
+    try:
+        parts: list[bytes] = []
+        total = 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
+            parts.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise ImportFailed(path, f"larger than the {_size(limit)} a file may hold here")
+    except OSError as e:
+        raise ImportFailed(path, f"cannot read it: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    return b"".join(parts)
+
+
+def read_stream(stream: BinaryIO, where: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """At most ``limit`` bytes of a stream (stdin); ``ImportFailed`` when it holds more."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise ImportFailed(where, f"more than the {_size(limit)} one input may hold")
+    return data
+
+
+def decode_utf8(data: bytes, where: object) -> str:
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ImportFailed(where, f"not UTF-8 text: {e}") from None
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ImportFailed(f"{where}:{line}", f"not valid UTF-8 text (byte {e.start})") from None
 
 
 # --- checks before anything is written -----------------------------------------------------
@@ -225,3 +336,49 @@ def chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
             batch = []
     if batch:
         yield batch
+
+
+# --- appending -------------------------------------------------------------------------------
+
+
+@dataclass
+class AppendResult:
+    conversation_id: str
+    created: bool
+    ids: list[int]
+
+
+def append_events(
+    store: "EventStore", conversation_id: str, events: list[tuple[Event, str]], *, create: bool = False
+) -> AppendResult:
+    """Append ``(event, where)`` pairs to a conversation in one write transaction; with
+    ``create``, start the conversation first when it does not exist, in the same transaction.
+
+    All or nothing: when any event is refused (an external id that repeats, in the input or
+    in the conversation) the error names its place, the conversation is not created and
+    nothing is appended.
+    """
+    from ..errors import ConversationNotFound
+    from ..store import Conversation, duplicate_uid
+
+    first_at: dict[str, str] = {}
+    for event, where in events:
+        if event.id in first_at:
+            raise ImportFailed(where, f"event id {event.id!r} appears twice (first at {first_at[event.id]})")
+        first_at[event.id] = where
+    conv = Conversation(store, conversation_id)
+    with store.writing(conversation_id) as db:
+        created = False
+        if not db.conversation_exists(conversation_id):
+            if not create:
+                raise ConversationNotFound(conversation_id)
+            db.insert_conversation(conversation_id, datetime.now(timezone.utc).isoformat(), {})
+            created = True
+        dup = duplicate_uid(db, conversation_id, [e for e, _ in events])
+        if dup is not None:
+            raise ImportFailed(
+                first_at.get(dup, conversation_id),
+                f"event id {dup!r} is already in conversation {conversation_id!r}",
+            )
+        ids = conv.insert(db, [e for e, _ in events]) if events else []
+    return AppendResult(conversation_id, created, ids)

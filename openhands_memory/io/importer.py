@@ -15,11 +15,22 @@ it and the database is left as it was.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import jsonl, legacy, sdk
-from .common import ImportFailed, ImportResult, Progress, chunked, load_json, no_gc, write_conversation
+from .common import (
+    ImportFailed,
+    ImportResult,
+    Progress,
+    chunked,
+    load_json,
+    no_gc,
+    open_regular,
+    read_bounded,
+    write_conversation,
+)
 
 if TYPE_CHECKING:
     from ..store import EventStore
@@ -29,8 +40,13 @@ _SNIFF = 1 << 16
 
 
 def _read_head(path: Path) -> str:
-    with open(path, "rb") as f:
-        return f.read(_SNIFF).decode("utf-8", errors="replace")
+    fd = open_regular(path)  # a device or a pipe is refused here, before any reading
+    try:
+        return os.read(fd, _SNIFF).decode("utf-8", errors="replace")
+    except OSError as e:
+        raise ImportFailed(path, f"cannot read it: {e.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def detect(path: Path) -> str:
@@ -61,7 +77,7 @@ def count_events(path: Path) -> int | None:
     if detect(path) != "jsonl":
         return None
     n, last = 0, b"\n"
-    with open(path, "rb") as f:
+    with os.fdopen(open_regular(path), "rb") as f:
         while chunk := f.read(1 << 20):
             n += chunk.count(b"\n")
             last = chunk[-1:]
@@ -111,7 +127,7 @@ def _import(
     if kind == "jsonl":
         result = ImportResult(cid, "jsonl", str(path))
         return write_conversation(store, cid, meta, chunked(jsonl.iter_jsonl(path), chunk), result, progress)
-    value = load_json(path.read_bytes(), path)
+    value = load_json(read_bounded(path), path)
     fmt, items = _json_items(value, path)
     meta["imported_from"]["format"] = fmt
     result = ImportResult(cid, fmt, str(path))

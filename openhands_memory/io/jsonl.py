@@ -7,12 +7,20 @@ imported into a new conversation, events keep their ids, so the ranges stay righ
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Iterator
 
 from ..events import Event
-from .common import ImportFailed, load_json, parse_event_dict, parse_event_json
+from .common import (
+    MAX_EVENT_BYTES,
+    ImportFailed,
+    decode_utf8,
+    load_json,
+    open_regular,
+    parse_event_dict,
+    parse_event_json,
+)
 
 if TYPE_CHECKING:
     from ..store import Conversation
@@ -26,25 +34,36 @@ def first_char(text: str) -> str:
 def is_jsonl(text_head: str) -> bool:
     """Whether a text that opens with ``{`` is JSON Lines: its first line alone is a complete
     event object (a one-line ``{"history": [...]}`` document is not)."""
+    from pydantic_core import from_json
+
     line = text_head.lstrip("\ufeff \t\r\n").split("\n", 1)[0]
     try:
-        value = json.loads(line)
-    except json.JSONDecodeError:
+        value = from_json(line.encode("utf-8", errors="replace"))
+    except ValueError:
         return False
     return isinstance(value, dict) and "kind" in value
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[Event, str, str]]:
-    """Each non-blank line's event, with ``path:line`` for errors and the line's text; streamed."""
+    """Each non-blank line's event, with ``path:line`` for errors and the line's text; streamed.
+
+    Lines longer than ``MAX_EVENT_BYTES`` are refused without being read whole."""
     label = str(path)
-    with open(path, "rb") as f:
-        for number, line in enumerate(f, 1):
+    with os.fdopen(open_regular(path), "rb") as f:
+        number = 0
+        while True:
+            line = f.readline(MAX_EVENT_BYTES + 1)
+            if not line:
+                return
+            number += 1
+            where = f"{label}:{number}"
+            if len(line) > MAX_EVENT_BYTES and not line.endswith(b"\n"):
+                raise ImportFailed(where, f"the line is longer than {MAX_EVENT_BYTES >> 20} MB")
             line = line.strip()
             if not line:
                 continue
             if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]
-            where = f"{label}:{number}"
             yield parse_event_json(line, where), where, line.decode()
 
 
@@ -61,19 +80,26 @@ def events_of_value(value: Any, where: str) -> list[tuple[Event, str]]:
     raise ImportFailed(where, f"expected an event object or a list of events, got {type(value).__name__}")
 
 
+def parse_bytes(data: bytes, where: str) -> list[tuple[Event, str]]:
+    """Events from bytes holding a JSON object, a JSON list, or JSON Lines (UTF-8)."""
+    return parse_text(decode_utf8(data, where), where)
+
+
 def parse_text(text: str, where: str) -> list[tuple[Event, str]]:
     """Events from text holding a JSON object, a JSON list, or JSON Lines."""
     head = first_char(text)
     if not head:
         raise ImportFailed(where, "no events in it (it is empty)")
     if head == "[" or (head == "{" and not is_jsonl(text)):
-        return events_of_value(load_json(text, where), where)
+        return events_of_value(load_json(text.lstrip("\ufeff"), where), where)
     if head != "{":
         raise ImportFailed(where, "not JSON: expected an event object, a list of events, or JSON Lines")
     out = []
-    for number, line in enumerate(text.lstrip("\ufeff").splitlines(), 1):
+    for number, line in enumerate(text.lstrip("\ufeff").split("\n"), 1):
         if line.strip():
             at = f"{where}:{number}"
+            if len(line) > MAX_EVENT_BYTES:
+                raise ImportFailed(at, f"the line is longer than {MAX_EVENT_BYTES >> 20} MB")
             out.append((parse_event_json(line, at), at))
     return out
 

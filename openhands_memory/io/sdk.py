@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import ranges
 from ..events import Event
-from .common import ImportFailed, load_json, parse_event_json
+from .common import MAX_EVENT_BYTES, ImportFailed, load_json, open_regular, parse_event_json, read_bounded
 
 if TYPE_CHECKING:
     from ..store import Conversation
@@ -111,39 +111,48 @@ def scan(path: Path) -> SdkFolder:
     folder = SdkFolder(root, events_dir, [name for _, name in indexed])
     state_path = root / BASE_STATE
     if state_path.is_file():
-        state = load_json(state_path.read_bytes(), state_path)
+        state = load_json(read_bounded(state_path, MAX_EVENT_BYTES), state_path)
         if not isinstance(state, dict):
             raise ImportFailed(state_path, f"must be a JSON object, got {type(state).__name__}")
         folder.base_state = state
     return folder
 
 
-def _read_files(paths: list[str]) -> list[bytes | OSError]:
-    """Each file's bytes (or the error reading it). Plain system calls: for a small file
-    Python's buffered reader costs more than the read."""
-    out: list[bytes | OSError] = []
+def _read_files(paths: list[str]) -> list[bytes | ImportFailed]:
+    """Each file's bytes (or why it cannot be read). Plain system calls: for a small file
+    Python's buffered reader costs more than the read. A file that is not a regular file
+    (a link to ``/dev/zero``, a pipe) or holds more than ``MAX_EVENT_BYTES`` is refused."""
+    out: list[bytes | ImportFailed] = []
     size = 1 << 14
     for path in paths:
         try:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                data = os.read(fd, size)
-                if len(data) == size:  # a big event: read the rest
-                    parts = [data]
-                    while chunk := os.read(fd, 1 << 20):
-                        parts.append(chunk)
-                    data = b"".join(parts)
-            finally:
-                os.close(fd)
+            fd = open_regular(path)
+        except ImportFailed as e:
+            out.append(e)
+            continue
+        try:
+            data = os.read(fd, size)
+            if len(data) == size:  # a big event: read the rest, up to the bound
+                parts, total = [data], len(data)
+                while total <= MAX_EVENT_BYTES and (chunk := os.read(fd, 1 << 20)):
+                    parts.append(chunk)
+                    total += len(chunk)
+                if total > MAX_EVENT_BYTES:
+                    raise ImportFailed(path, f"larger than the {MAX_EVENT_BYTES >> 20} MB an event may hold")
+                data = b"".join(parts)
             out.append(data)
         except OSError as e:
+            out.append(ImportFailed(path, f"cannot read it: {e.strerror}"))
+        except ImportFailed as e:
             out.append(e)
+        finally:
+            os.close(fd)
     return out
 
 
-def _parse(path: str, name: str, data: bytes | OSError) -> tuple[Event, str, str | None]:
-    if isinstance(data, OSError):
-        raise ImportFailed(path, f"cannot read it: {data.strerror}")
+def _parse(path: str, name: str, data: bytes | ImportFailed) -> tuple[Event, str, str | None]:
+    if isinstance(data, ImportFailed):
+        raise data
     event = parse_event_json(data, path)
     file_id = name[name.index("-", 6) + 1 : -5]  # event-NNNNN-<id>.json
     if event.id != file_id:
