@@ -25,6 +25,13 @@ class ConversationNotFound(OpenHandsMemoryError, LookupError):
         super().__init__(f"no conversation with id {conversation_id!r} in this database")
 
 
+class AmbiguousConversation(OpenHandsMemoryError, LookupError):
+    def __init__(self, prefix: str, ids: list[str]):
+        self.prefix, self.ids = prefix, ids
+        shown = ", ".join(ids[:5]) + (", …" if len(ids) > 5 else "")
+        super().__init__(f"{prefix!r} names more than one conversation: {shown}")
+
+
 class ConversationExists(OpenHandsMemoryError):
     def __init__(self, conversation_id: str):
         self.conversation_id = conversation_id

@@ -48,3 +48,8 @@ def complement(hidden: Iterable[Run], upto: int) -> list[Run]:
 def count(runs: Iterable[Run]) -> int:
     return sum(e - s + 1 for s, e in runs)
 
+
+
+def text(ids: Iterable[int]) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` -> ``"1..3, 7, 9..10"``."""
+    return ", ".join(str(s) if s == e else f"{s}..{e}" for s, e in runs_of(ids))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from .database import Durability, Location
 from .errors import (
+    AmbiguousConversation,
     ConversationExists,
     ConversationNotFound,
     DuplicateEventId,
@@ -40,7 +41,8 @@ class ConversationInfo:
 class EventStore:
     """One database: open or create it, then work with its conversations.
 
-    ``path_or_url``: an SQLite file path, or a ``postgresql://`` URL. A store holds one
+    ``path_or_url``: an SQLite file path, or a ``postgresql://`` URL. ``readonly``: open an
+    existing database for reading only (nothing is created or written). A store holds one
     connection (see ``storage.Recorder``), so that it can tell its own writes from other
     processes' and a step pays for no pool checkout. Use one store per thread or process for
     parallel work.
@@ -52,8 +54,11 @@ class EventStore:
         *,
         durability: Durability = "normal",
         create: bool = True,
+        readonly: bool = False,
     ):
-        self.recorder: Recorder = open_recorder(path_or_url, durability=durability, create=create)
+        self.recorder: Recorder = open_recorder(
+            path_or_url, durability=durability, create=create, readonly=readonly
+        )
         self.location = Location.parse(path_or_url)
 
     @property
@@ -108,6 +113,18 @@ class EventStore:
         if not self.has_conversation(id):
             raise ConversationNotFound(id)
         return Conversation(self, id)
+
+    def find_conversation(self, name: str) -> str:
+        """The id ``name`` names: itself, or the one id it is a prefix of."""
+        with self.reading() as db:
+            if db.conversation_exists(name):
+                return name
+            found = db.conversation_ids_like(name, 6) if name else []
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise AmbiguousConversation(name, found)
+        raise ConversationNotFound(name)
 
     def has_conversation(self, id: str) -> bool:
         with self.reading() as db:

@@ -540,11 +540,11 @@ def test_doctor_rebuilds_condensation_bookkeeping(tmp_path):
         store.db.execute("DELETE FROM condensation WHERE id = 10")  # its ranges stay behind
         store.db.execute("DELETE FROM forgotten_range WHERE condensation_id = 11")
         expected = json.loads(run("view", db, "c", "--json").output)
-    out = run("doctor", db, code=1).output
+    out = run("doctor", db, "--full", code=1).output
     assert "condensation without row: Condensation 10 has no condensation row" in out
     assert "condensation without ranges: Condensation 11 forgets 2 events" in out
     assert "ranges without condensation" in out
-    out = run("doctor", db, "--fix").output
+    out = run("doctor", db, "--full", "--fix").output
     assert "rebuilt the condensation row of event 10" in out and "is healthy" in out
     with EventStore(db) as store:
         assert store.db.execute("SELECT condensation_id, start_id, end_id FROM forgotten_range ORDER BY 1, 2").fetchall() == [

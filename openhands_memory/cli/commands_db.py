@@ -10,10 +10,8 @@ from typing import Any
 
 import click
 
-from ..storage import hidden
-from ..storage.sqlite import SqliteSession
 from . import output_format
-from .opening import open_readonly, open_store, resolve
+from .opening import open_reader, open_store
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number
 
 # --- init ------------------------------------------------------------------------------------
@@ -185,47 +183,10 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool) -> No
 # --- conversations and stats -----------------------------------------------------------------
 
 
-def visible_totals(conn: sqlite3.Connection, cid: str) -> tuple[int, int | None, int]:
-    """(visible events, their cached tokens or None, how many of them are counted).
-
-    Visible: LLM-visible events no condensation has forgotten (the view before its
-    well-formedness checks, and without the summary).
-    """
-    sql = (
-        "SELECT COUNT(*), SUM(token_count), COUNT(token_count) FROM event "
-        "WHERE conversation_id = ? AND llm_visible AND id BETWEEN ? AND ?"
-    )
-    visible, tokens, counted = conn.execute(sql, (cid, 0, 2**62)).fetchone()
-    tokens = tokens or 0
-    for s, e in hidden.live(SqliteSession(conn), cid):
-        v, t, c = conn.execute(sql, (cid, s, e)).fetchone()
-        visible, tokens, counted = visible - v, tokens - (t or 0), counted - c
-    return visible, (tokens if counted else None), counted
-
-
 def _when(timestamp: str | None) -> str:
     if not timestamp:
         return ""
     return timestamp.replace("T", " ")[:16]
-
-
-def conversation_rows(conn: sqlite3.Connection, ids: list[str] | None = None) -> list[dict[str, Any]]:
-    rows = []
-    for cid, created in conn.execute("SELECT id, created_at FROM conversation ORDER BY created_at, id"):
-        if ids is not None and cid not in ids:
-            continue
-        events, last = conn.execute(
-            "SELECT COUNT(*), MAX(timestamp) FROM event WHERE conversation_id = ?", (cid,)
-        ).fetchone()
-        condensations = conn.execute(
-            "SELECT COUNT(*) FROM condensation WHERE conversation_id = ?", (cid,)
-        ).fetchone()[0]
-        visible, tokens, counted = visible_totals(conn, cid)
-        rows.append({
-            "id": cid, "created_at": created, "events": events, "visible": visible, "tokens": tokens,
-            "tokens_counted_events": counted, "condensations": condensations, "last_activity": last,
-        })
-    return rows
 
 
 @click.command()
@@ -238,8 +199,9 @@ def conversations(db: str, fmt: str) -> None:
     counts (blank until a token-counting condenser has counted them). Last activity: the
     newest event's timestamp.
     """
-    conn = open_readonly(db)
-    rows = conversation_rows(conn)
+    from ..inspection import summaries
+
+    rows = [r.as_dict() for r in summaries(open_reader(db))]
     keys = ["id", "events", "visible", "tokens", "condensations", "last_activity"]
     if fmt == "json":
         echo_json(rows)
@@ -256,57 +218,6 @@ def conversations(db: str, fmt: str) -> None:
         for r in rows:
             table.add([r["id"], r["events"], r["visible"], r["tokens"], r["condensations"], _when(r["last_activity"])])
         table.echo()
-
-
-def _in(ids: list[str]) -> tuple[str, tuple[str, ...]]:
-    return f"conversation_id IN ({', '.join('?' for _ in ids)})", tuple(ids)
-
-
-def collect_stats(conn: sqlite3.Connection, ids: list[str]) -> dict[str, Any]:
-    convs = conversation_rows(conn, ids)
-    where, args = _in(ids)
-    strategies = [
-        {"strategy": s or "", "reason": r or "", "count": n, "forgotten": f or 0,
-         "tokens_before": tb, "tokens_after": ta}
-        for s, r, n, f, tb, ta in conn.execute(
-            f"SELECT c.strategy, c.reason, COUNT(*), "
-            f"(SELECT SUM(end_id - start_id + 1) FROM forgotten_range f "
-            f" JOIN condensation d ON d.conversation_id = f.conversation_id AND d.id = f.condensation_id "
-            f" WHERE d.{where} AND d.strategy IS c.strategy AND d.reason IS c.reason), "
-            f"SUM(c.tokens_before), SUM(c.tokens_after) "
-            f"FROM condensation c WHERE c.{where} GROUP BY c.strategy, c.reason ORDER BY COUNT(*) DESC",
-            args + args,
-        )
-    ]
-    calls: list[dict[str, Any]] = []
-    for model, purpose, n, p, c, cost, latency in conn.execute(
-        f"SELECT model, purpose, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_usd), "
-        f"SUM(latency_s) FROM llm_call WHERE {where} GROUP BY model, purpose ORDER BY model, purpose",
-        args,
-    ):
-        outcomes = dict(conn.execute(
-            f"SELECT outcome, COUNT(*) FROM llm_call WHERE {where} AND model = ? AND purpose = ? "
-            f"GROUP BY outcome ORDER BY COUNT(*) DESC",
-            args + (model, purpose),
-        ).fetchall())
-        calls.append({"model": model, "purpose": purpose, "calls": n, "prompt_tokens": p,
-                      "completion_tokens": c, "cost_usd": cost, "latency_s": latency, "outcomes": outcomes})
-    tokens = [r["tokens"] for r in convs if r["tokens"] is not None]
-    return {
-        "conversations": len(convs),
-        "events": sum(r["events"] for r in convs),
-        "visible": sum(r["visible"] for r in convs),
-        "tokens": sum(tokens) if tokens else None,
-        "condensations": sum(r["condensations"] for r in convs),
-        "condensations_by_strategy": strategies,
-        "llm_calls": {
-            "calls": sum(c["calls"] for c in calls),
-            "prompt_tokens": sum(c["prompt_tokens"] or 0 for c in calls),
-            "completion_tokens": sum(c["completion_tokens"] or 0 for c in calls),
-            "cost_usd": sum(c["cost_usd"] or 0 for c in calls) if any(c["cost_usd"] is not None for c in calls) else None,
-            "by_model": calls,
-        },
-    }
 
 
 def echo_stats(title: str, stats: dict[str, Any]) -> None:
@@ -356,15 +267,17 @@ def echo_stats(title: str, stats: dict[str, Any]) -> None:
 def stats(db: str, conversation: str | None, fmt: str) -> None:
     """Events, visible events, tokens, condensations by strategy and reason, and what the
     summarizer calls cost (from the llm_call ledger), for one conversation or all of DB."""
-    conn = open_readonly(db)
-    if conversation is not None:
-        ids = [resolve(conn, conversation)]
+    from ..inspection import stats as collect
+
+    store = open_reader(db)
+    ids = [store.find_conversation(conversation)] if conversation is not None else None
+    result = collect(store, ids).as_dict()
+    if ids is not None:
         title = f"conversation {ids[0]}"
     else:
-        ids = [r[0] for r in conn.execute("SELECT id FROM conversation")]
-        title = f"{db}: {len(ids)} conversation{'s' if len(ids) != 1 else ''}"
-    result = collect_stats(conn, ids)
+        n = result["conversations"]
+        title = f"{db}: {n} conversation{'s' if n != 1 else ''}"
     if fmt == "json":
-        echo_json({"scope": ids[0] if conversation else "all", **result})
+        echo_json({"scope": ids[0] if ids else "all", **result})
     else:
         echo_stats(title, result)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import textwrap
 import time
 from pathlib import Path
@@ -26,16 +25,14 @@ def _is_demo(path: Path) -> bool:
         return False
     if state.revision is None:
         return path.stat().st_size == 0
-    from ..database import connect_readonly
+    from ..store import EventStore
 
-    conn = connect_readonly(path)
     try:
-        rows = conn.execute("SELECT id, json_extract(metadata, '$." + MARKER + "') FROM conversation").fetchall()
-    except sqlite3.Error:
+        with EventStore(path, create=False, readonly=True) as store:
+            found = [(c.id, c.metadata.get(MARKER)) for c in store.conversations()]
+    except Exception:
         return False
-    finally:
-        conn.close()
-    return rows == [(CONVERSATION, 1)]
+    return found == [(CONVERSATION, 1)]
 
 
 def _remove(path: Path) -> None:
@@ -68,7 +65,8 @@ def demo(db: str) -> None:
     from ..data import DEMO_CONVERSATION
     from ..events import event_from_json
     from ..store import EventStore
-    from .commands_db import collect_stats, echo_stats
+    from ..inspection import stats
+    from .commands_db import echo_stats
     from .commands_events import echo_view
 
     path = Path(db).expanduser()
@@ -99,10 +97,8 @@ def demo(db: str) -> None:
                 steps += 1
                 if len(conv) > before:  # the step stored a condensation
                     cond = conv.get(before)
-                    runs = store.db.execute(
-                        "SELECT start_id, end_id FROM forgotten_range WHERE conversation_id = ? AND condensation_id = ?",
-                        (conv.id, before),
-                    ).fetchall()
+                    with store.reading() as db:
+                        runs = db.ranges_of(conv.id, before)
                     forgot = sum(e - s + 1 for s, e in runs)
                     click.echo(
                         f"  event {before:>3}: forgot {forgot} events "
@@ -129,7 +125,7 @@ def demo(db: str) -> None:
             width,
         ))
         click.echo()
-        echo_stats(f"stats of conversation {conv.id}", collect_stats(store.db, [conv.id]))
+        echo_stats(f"stats of conversation {conv.id}", stats(store, [conv.id]).as_dict())
     finally:
         store.close()
     click.echo()

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import itertools
 import json
-import sqlite3
 import sys
 import textwrap
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
-from .. import ranges
+
+if TYPE_CHECKING:
+    from ..store import EventStore
 from . import output_format
 from .describe import kind_label, one, source_label
 from .opening import conversation as open_conversation
-from .opening import judge, open_readonly, open_store, resolve, writing_store
+from .opening import judge, open_reader, writing_store
 from .output import Column, Table, echo_csv, echo_json, id_runs, note, term_width
 
 # --- append ----------------------------------------------------------------------------------
@@ -56,7 +57,7 @@ def append(db: str, conversation: str, file: str | None, create: bool, fmt: str)
     events = parse_bytes(data, where)
     with writing_store(db, create=create) as store:
         try:
-            cid = resolve(store.db, conversation)
+            cid = store.find_conversation(conversation)
         except ConversationNotFound:
             if not create:
                 raise click.ClickException(
@@ -127,7 +128,7 @@ def view(db: str, conversation: str, at: int | None, fmt: str) -> None:
 
     --format messages prints the provider messages (litellm's shape) instead.
     """
-    store = open_store(db)
+    store = open_reader(db)
     conv = open_conversation(store, conversation)
     last = len(conv) - 1
     if at is not None and not 0 <= at <= last:
@@ -148,87 +149,26 @@ def view(db: str, conversation: str, at: int | None, fmt: str) -> None:
 # --- history ---------------------------------------------------------------------------------
 
 
-def hiders(conn: sqlite3.Connection, cid: str) -> list[tuple[int, int, int]]:
-    """(start, end, condensation) runs, each id under the first condensation that hid it."""
-    by_cond: dict[int, list[ranges.Run]] = {}
-    for cond, start, end in conn.execute(
-        "SELECT condensation_id, start_id, end_id FROM forgotten_range WHERE conversation_id = ? "
-        "ORDER BY condensation_id, start_id",
-        (cid,),
-    ):
-        by_cond.setdefault(cond, []).append((start, end))
-    out: list[tuple[int, int, int]] = []
-    hidden: list[ranges.Run] = []
-    for cond in sorted(by_cond):
-        runs = ranges.merge(by_cond[cond])
-        for s, e in runs:
-            cur = s
-            for hs, he in hidden:
-                if he < cur or hs > e:
-                    continue
-                if hs > cur:
-                    out.append((cur, hs - 1, cond))
-                cur = max(cur, he + 1)
-            if cur <= e:
-                out.append((cur, e, cond))
-        hidden = ranges.merge(hidden, runs)
-    return sorted(out)
+def history_rows(store: "EventStore", cid: str, start: int, stop: int | None) -> Iterator[dict[str, Any]]:
+    """The library's history rows, each with a one-line preview for the table."""
+    from ..inspection import history
 
-
-def history_rows(conn: sqlite3.Connection, cid: str, start: int, stop: int | None) -> Iterator[dict[str, Any]]:
-    spans = hiders(conn, cid)
-    conds = {
-        r[0]: {"strategy": r[1], "reason": r[2], "summary": r[3], "summary_offset": r[4],
-               "tokens_before": r[5], "tokens_after": r[6]}
-        for r in conn.execute(
-            "SELECT id, strategy, reason, summary, summary_offset, tokens_before, tokens_after "
-            "FROM condensation WHERE conversation_id = ?",
-            (cid,),
-        )
-    }
-    ranges_of: dict[int, list[list[int]]] = {}
-    for cond, s, e in conn.execute(
-        "SELECT condensation_id, start_id, end_id FROM forgotten_range WHERE conversation_id = ? "
-        "ORDER BY condensation_id, start_id",
-        (cid,),
-    ):
-        ranges_of.setdefault(cond, []).append([s, e])
-    k = 0
-    cursor = start
-    end = stop if stop is not None else 2**62
-    while True:
-        page = conn.execute(
-            "SELECT id, uid, kind, source, timestamp, llm_visible, token_count, payload FROM event "
-            "WHERE conversation_id = ? AND id >= ? AND id <= ? ORDER BY id LIMIT 1000",
-            (cid, cursor, end),
-        ).fetchall()
-        for seq, uid, kind, source, ts, visible, tokens, payload in page:
-            while k < len(spans) and spans[k][1] < seq:
-                k += 1
-            hidden_by = spans[k][2] if k < len(spans) and spans[k][0] <= seq <= spans[k][1] else None
-            row: dict[str, Any] = {
-                "id": seq, "uid": uid, "kind": kind, "source": source, "timestamp": ts,
-                "llm_visible": bool(visible), "forgotten_by": hidden_by, "token_count": tokens,
-            }
-            d = json.loads(payload)
-            if kind == "Condensation":
-                info = conds.get(seq, {})
-                forgot = ranges_of.get(seq, [])
-                row["condensation"] = {**info, "forgotten_ranges": forgot}
-                n = sum(e - s + 1 for s, e in forgot)
-                how = "/".join(x for x in (info.get("strategy"), info.get("reason")) if x)
-                text = (f"[{how}] " if how else "") + f"forgot {n}"
-                if forgot:
-                    text += f" ({id_runs(i for s, e in forgot for i in range(s, e + 1))})"
-                if info.get("summary") is not None:
-                    text += " · summary: " + one({"kind": "CondensationSummaryEvent", "summary": info["summary"]})
-                row["preview"] = " ".join(text.split())
-            else:
-                row["preview"] = one(d)
-            yield row
-        if len(page) < 1000:
-            return
-        cursor = page[-1][0] + 1
+    for row in history(store, cid, start, stop):
+        out = row.as_dict()
+        info = row.condensation
+        if info is not None:
+            forgot = info["forgotten_ranges"]
+            n = sum(e - s + 1 for s, e in forgot)
+            how = "/".join(x for x in (info.get("strategy"), info.get("reason")) if x)
+            text = (f"[{how}] " if how else "") + f"forgot {n}"
+            if forgot:
+                text += f" ({id_runs(i for s, e in forgot for i in range(s, e + 1))})"
+            if info.get("summary") is not None:
+                text += " · summary: " + one({"kind": "CondensationSummaryEvent", "summary": info["summary"]})
+            out["preview"] = " ".join(text.split())
+        else:
+            out["preview"] = one(row.payload)
+        yield out
 
 
 @click.command()
@@ -243,9 +183,9 @@ def history(db: str, conversation: str, start: int, stop: int | None, fmt: str) 
     A forgotten event shows the id of the condensation that hid it (its "hid by" column); a
     condensation shows its strategy/reason, what it forgot and the start of its summary.
     """
-    conn = open_readonly(db)
-    cid = resolve(conn, conversation)
-    rows = history_rows(conn, cid, start, stop)
+    store = open_reader(db)
+    cid = store.find_conversation(conversation)
+    rows = history_rows(store, cid, start, stop)
     if fmt == "table":
         first = next(rows, None)
         if first is None:

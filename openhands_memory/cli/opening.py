@@ -1,9 +1,10 @@
 """Opening a database for a command: read-only for reading commands, the store for writing ones.
 
-Reading commands never create or change a file: a missing path is an error, not a new
-database, and they read through a query-only connection (``database.connect_readonly``). Every opening judges the file first
-(not SQLite, someone else's tables, an old or unknown schema revision), with the library's
-messages.
+A database is a file path or a ``postgresql://`` URL. Reading commands never create or
+change anything: a missing file is an error, not a new database, and they read through a
+read-only store (a query-only connection for SQLite, read-only transactions for
+PostgreSQL). Every opening judges the database first (not ours, an old or unknown schema
+revision), with the library's messages.
 """
 
 from __future__ import annotations
@@ -15,16 +16,24 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
-from ..errors import ConversationNotFound, NotOurDatabase
+from ..errors import NotOurDatabase
 
 if TYPE_CHECKING:
     from ..store import Conversation, EventStore
 
 
+def is_url(db: str) -> bool:
+    """A server URL (PostgreSQL), not a file path."""
+    return "://" in db and not db.startswith("sqlite://")
+
+
 def judge(db: str, *, must_exist: bool = True) -> Path:
-    """The path of ``db`` once judged: ours, at the current revision (or absent, if allowed)."""
+    """The path of ``db`` once judged: ours, at the current revision (or absent, if allowed).
+    A server URL is judged when the store connects (its Path is only a label here)."""
     from ..database import check_revision, inspect_sqlite_file
 
+    if is_url(db):
+        return Path(db)
     path = Path(db).expanduser()
     state = inspect_sqlite_file(path)
     if not state.exists:
@@ -63,7 +72,15 @@ def open_store(db: str, *, create: bool = False) -> "EventStore":
     judge(db, must_exist=not create)
     from ..store import EventStore
 
-    return _closed_at_exit(EventStore(Path(db).expanduser(), create=create))
+    return _closed_at_exit(EventStore(db if is_url(db) else Path(db).expanduser(), create=create))
+
+
+def open_reader(db: str) -> "EventStore":
+    """A read-only store: it creates nothing and writes nothing."""
+    judge(db)
+    from ..store import EventStore
+
+    return _closed_at_exit(EventStore(db if is_url(db) else Path(db).expanduser(), create=False, readonly=True))
 
 
 @contextmanager
@@ -74,6 +91,13 @@ def writing_store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
     from ..database import building
     from ..store import EventStore
 
+    if is_url(db):
+        store = EventStore(db, create=create)
+        try:
+            yield store
+        finally:
+            store.close()
+        return
     path = judge(db, must_exist=not create)
     if not path.parent.is_dir():
         raise click.ClickException(f"{db}: folder {path.parent} does not exist")
@@ -97,25 +121,6 @@ def writing_store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
         ) from None
 
 
-def resolve(conn: sqlite3.Connection, conversation: str) -> str:
-    """The conversation id ``conversation`` names: itself, or the one id it is a prefix of."""
-    if conn.execute("SELECT 1 FROM conversation WHERE id = ?", (conversation,)).fetchone():
-        return conversation
-    pattern = conversation.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    found = [
-        r[0]
-        for r in conn.execute(
-            "SELECT id FROM conversation WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6", (pattern,)
-        )
-        if r[0].startswith(conversation)  # LIKE ignores case; ids do not
-    ]
-    if len(found) == 1 and conversation:
-        return found[0]
-    if len(found) > 1:
-        shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-        raise click.ClickException(f"{conversation!r} names more than one conversation: {shown}")
-    raise ConversationNotFound(conversation)
-
-
 def conversation(store: "EventStore", name: str) -> "Conversation":
-    return store.conversation(resolve(store.db, name))
+    """The conversation ``name`` names: its id, or a unique prefix of it."""
+    return store.conversation(store.find_conversation(name))

@@ -17,6 +17,8 @@ from typing import Any, Iterable, Sequence
 
 import click
 
+from .. import ranges
+
 ELLIPSIS = "…"
 MIN_WIDTH = 40
 
@@ -164,10 +166,4 @@ def note(text: str) -> None:
 
 def id_runs(ids: Iterable[int]) -> str:
     """``[1, 2, 3, 7, 9, 10]`` -> ``"1..3, 7, 9..10"``."""
-    runs: list[list[int]] = []
-    for i in sorted(set(ids)):
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ", ".join(str(s) if s == e else f"{s}..{e}" for s, e in runs)
+    return ranges.text(ids)

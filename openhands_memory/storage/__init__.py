@@ -16,17 +16,19 @@ from .session import END, IntegrityViolation, Session
 
 
 def open_recorder(
-    path_or_url: str | Path, *, durability: Durability = "normal", create: bool = True
+    path_or_url: str | Path, *, durability: Durability = "normal", create: bool = True,
+    readonly: bool = False,
 ) -> Recorder:
-    location = open_location(path_or_url, create=create)
+    """``readonly``: never create or change anything (reading commands, inspection)."""
+    location = open_location(path_or_url, create=create and not readonly)
     if location.is_sqlite:
         from .sqlite import SqliteRecorder
 
         assert location.path is not None
-        return SqliteRecorder(location.path, durability=durability)
+        return SqliteRecorder(location.path, durability=durability, readonly=readonly)
     from .postgres import PostgresRecorder
 
-    return PostgresRecorder(location, create=create)
+    return PostgresRecorder(location, create=create, readonly=readonly)
 
 
 __all__ = ["END", "IntegrityViolation", "Location", "Recorder", "Session", "open_recorder"]

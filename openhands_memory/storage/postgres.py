@@ -118,7 +118,7 @@ class PostgresSession(Session):
 class PostgresRecorder(Recorder):
     backend = "postgresql"
 
-    def __init__(self, location: Location, *, create: bool = True):
+    def __init__(self, location: Location, *, create: bool = True, readonly: bool = False):
         import psycopg
 
         super().__init__()
@@ -130,7 +130,9 @@ class PostgresRecorder(Recorder):
             lines = [x for x in str(e).strip().splitlines() if x.strip()]
             raise NotOurDatabase(location.label, f"cannot connect: {lines[-1] if lines else e}") from None
         try:
-            judge_server(location, self.conn, create=create)
+            judge_server(location, self.conn, create=create and not readonly)
+            if readonly:  # every transaction of this connection is read-only
+                self.conn.execute("SET default_transaction_read_only = on")
         except BaseException:
             self.conn.close()
             raise

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..ranges import Run
 from .codec import EVENT_COLUMNS
+from .inspection import InspectionQueries
 
 END = 2**62  # "no upper bound" for id ranges
 
@@ -63,7 +64,7 @@ def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[i : i + size]
 
 
-class Session:
+class Session(InspectionQueries):
     """One transaction's statements. Made by a recorder's ``reading()`` or ``writing()``."""
 
     #: How the backend joins the intervals' VALUES list to the event table (``ev``). SQLite's

@@ -22,6 +22,17 @@ class SqliteSession(Session):
         # write lock nobody else can commit: the value now is the value after our commit.
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
+    def file_problems(self, full: bool) -> list[str]:
+        if not full:
+            return []
+        found = [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
+        problems = [] if found == ["ok"] else ["integrity: " + "; ".join(found[:5])]
+        broken = self.conn.execute("PRAGMA foreign_key_check").fetchall()
+        if broken:
+            tables = ", ".join(sorted({r[0] for r in broken}))
+            problems.append(f"foreign keys: {len(broken)} row(s) point at missing rows (tables: {tables})")
+        return problems
+
     def translate(self, error: Exception) -> None:
         if isinstance(error, sqlite3.IntegrityError):
             raise IntegrityViolation(str(error)) from None
@@ -30,10 +41,12 @@ class SqliteSession(Session):
 class SqliteRecorder(Recorder):
     backend = "sqlite"
 
-    def __init__(self, path: Path, *, durability: database.Durability = "normal"):
+    def __init__(self, path: Path, *, durability: database.Durability = "normal", readonly: bool = False):
         super().__init__()
         self.label = str(path)
-        self.conn = database.connect(path, durability)
+        # Read-only: a query-only connection that is safe beside writers and leaves no files
+        # behind (see database.connect_readonly).
+        self.conn = database.connect_readonly(path) if readonly else database.connect(path, durability)
         self._session = SqliteSession(self.conn)
 
     def session(self) -> Session:

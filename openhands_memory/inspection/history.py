@@ -1,0 +1,92 @@
+"""Every event of a conversation, forgotten or not, with what forgot it.
+
+Rows stream a page at a time: a history of a million events is listed in bounded memory
+(what is kept is one entry per forgotten run, to say which condensation hid an event).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator
+
+from .. import ranges
+
+if TYPE_CHECKING:
+    from ..store import EventStore
+
+PAGE = 1000
+
+
+@dataclass
+class HistoryRow:
+    id: int
+    uid: str | None
+    kind: str
+    source: str
+    timestamp: str
+    llm_visible: bool
+    forgotten_by: int | None  # the condensation that first hid this event
+    token_count: int | None
+    payload: dict[str, Any]
+    # For a Condensation: strategy, reason, summary, offset, tokens and its forgotten ranges.
+    condensation: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in ("id", "uid", "kind", "source", "timestamp", "llm_visible",
+                                            "forgotten_by", "token_count")}
+        if self.condensation is not None:
+            out["condensation"] = self.condensation
+        return out
+
+
+def first_hiders(forgotten: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """(start, end, condensation) runs from (condensation, start, end) ranges: each id under
+    the first condensation that hid it."""
+    by_cond: dict[int, list[ranges.Run]] = {}
+    for cond, start, end in forgotten:
+        by_cond.setdefault(cond, []).append((start, end))
+    out: list[tuple[int, int, int]] = []
+    hidden: list[ranges.Run] = []
+    for cond in sorted(by_cond):
+        runs = ranges.merge(by_cond[cond])
+        for s, e in runs:
+            cur = s
+            for hs, he in hidden:
+                if he < cur or hs > e:
+                    continue
+                if hs > cur:
+                    out.append((cur, hs - 1, cond))
+                cur = max(cur, he + 1)
+            if cur <= e:
+                out.append((cur, e, cond))
+        hidden = ranges.merge(hidden, runs)
+    return sorted(out)
+
+
+def history(store: "EventStore", cid: str, start: int = 0, stop: int | None = None) -> Iterator[HistoryRow]:
+    """The events with ids in ``[start, stop]``, oldest first."""
+    with store.reading() as db:
+        spans = first_hiders(db.forgotten_ranges(cid))
+    k = 0
+    cursor = start
+    end = (stop if stop is not None else 2**62) + 1
+    columns = "id, uid, kind, source, timestamp, llm_visible, token_count, payload"
+    while True:
+        with store.reading() as db:
+            page = db.event_page(cid, cursor, end, PAGE, columns=columns)
+            conds = {}
+            if page:
+                for r in db.condensation_rows(cid, page[0][0], page[-1][0] + 1):
+                    conds[r[0]] = {"strategy": r[1], "reason": r[2], "summary": r[3], "summary_offset": r[4],
+                                   "tokens_before": r[5], "tokens_after": r[6],
+                                   "forgotten_ranges": [list(x) for x in db.ranges_of(cid, r[0])]}
+        for seq, uid, kind, source, ts, visible, tokens, payload in page:
+            while k < len(spans) and spans[k][1] < seq:
+                k += 1
+            hidden_by = spans[k][2] if k < len(spans) and spans[k][0] <= seq <= spans[k][1] else None
+            info = conds.get(seq, {"forgotten_ranges": []}) if kind == "Condensation" else None
+            yield HistoryRow(seq, uid, kind, source, ts, bool(visible), hidden_by, tokens, json.loads(payload), info)
+        if len(page) < PAGE:
+            return
+        cursor = page[-1][0] + 1
