@@ -145,6 +145,20 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def revision_of(location: Location) -> tuple[bool, str | None]:
+    """(whether the database exists, its revision or None when it has no schema)."""
+    if location.path is not None:
+        state = inspect_sqlite_file(location.path)
+        return state.exists, state.revision
+    import psycopg
+
+    with psycopg.connect(location.driver_url, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('alembic_version')").fetchone()[0] is None:
+            return True, None
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return True, row[0] if row else None
+
+
 def check_revision(label: str, revision: str | None) -> None:
     if revision == migrate.HEAD:
         return

@@ -7,11 +7,13 @@ an up-to-date database stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from alembic.config import Config
     from sqlalchemy.engine import Connection
+
+    from .database import Location
 
 # Every revision in order, oldest first. A test checks this against the scripts, so that
 # opening a file can judge its revision without loading alembic.
@@ -60,6 +62,7 @@ def upgrade(connection: "Connection", revision: str = "head") -> None:
 
 
 def downgrade(connection: "Connection", revision: str) -> None:
+    """Downgrade to ``revision`` on ``connection`` (inside the caller's transaction)."""
     from alembic import command
 
     _require_foreign_keys_off(connection)
@@ -70,3 +73,44 @@ def pending(current: str | None, target: str = HEAD) -> list[str]:
     """Revisions an upgrade from ``current`` to ``target`` would apply, in order."""
     start = REVISIONS.index(current) + 1 if current else 0
     return list(REVISIONS[start : REVISIONS.index(target) + 1])
+
+
+class MigrationRefused(Exception):
+    """The migration would leave the database inconsistent; it was rolled back."""
+
+
+def apply(location: "Location", target: str, *, backwards: bool = False) -> None:
+    """Upgrade (or, ``backwards``, downgrade) to ``target`` in one transaction.
+
+    SQLite: the transaction holds the write lock from its start; foreign keys are off while it
+    runs (batch mode copies tables, and a cascade would empty their children) and are checked
+    before it commits. PostgreSQL: DDL is transactional, so the whole migration is one
+    transaction there too.
+    """
+    from sqlalchemy import create_engine, event
+
+    engine = create_engine(location.sqlalchemy_url)
+    if location.is_sqlite:
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # our BEGIN, not pysqlite's
+            dbapi_conn.execute("PRAGMA busy_timeout=30000")
+            dbapi_conn.execute("PRAGMA foreign_keys=OFF")
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    try:
+        with engine.connect() as conn, conn.begin():
+            (downgrade if backwards else upgrade)(conn, target)
+            if location.is_sqlite:
+                broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise MigrationRefused(
+                        f"the migration would leave {len(broken)} row(s) pointing at missing rows "
+                        f"(first: table {broken[0][0]})"
+                    )
+    finally:
+        engine.dispose()

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from . import output_format
-from .opening import open_reader, open_store
+from .opening import is_url, open_reader, open_store
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number
 
 # --- init ------------------------------------------------------------------------------------
@@ -82,44 +82,6 @@ def backup_file(path: Path, revision: str) -> Path:
     return copy_database(path, target)
 
 
-def run_migration(path: Path, target: str, *, downgrade: bool) -> None:
-    """Upgrade or downgrade in one transaction that holds the write lock from its start.
-
-    Foreign keys are off while it runs (SQLite's batch mode copies tables, and a cascade would
-    empty their children), and checked before it commits.
-    """
-    from sqlalchemy import create_engine, event
-
-    from .. import migrate
-
-    engine = create_engine(f"sqlite:///{path}")
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # our BEGIN, not pysqlite's
-        dbapi_conn.execute("PRAGMA busy_timeout=30000")
-        dbapi_conn.execute("PRAGMA foreign_keys=OFF")
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-    try:
-        with engine.connect() as conn, conn.begin():
-            if downgrade:
-                migrate.downgrade(conn, target)
-            else:
-                migrate.upgrade(conn, target)
-            broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
-            if broken:
-                raise click.ClickException(
-                    f"the migration would leave {len(broken)} row(s) pointing at missing rows "
-                    f"(first: table {broken[0][0]}); nothing was changed"
-                )
-    finally:
-        engine.dispose()
-
-
 @click.command()
 @click.argument("db")
 @click.option("-r", "--revision", help="Target revision (default: the newest). With --downgrade: required; 'base' removes every table.")
@@ -132,14 +94,13 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool) -> No
     still in the -wal file is copied too), and the migration runs in one transaction.
     """
     from .. import migrate as m
-    from ..database import inspect_sqlite_file
+    from ..database import Location, revision_of
     from ..errors import SchemaTooNew
 
-    path = Path(db).expanduser()
-    state = inspect_sqlite_file(path)
-    if not state.exists:
+    location = Location.parse(db if is_url(db) else Path(db).expanduser())
+    exists, current = revision_of(location)
+    if not exists:
         raise click.ClickException(f"{db}: no such database file")
-    current = state.revision
     if current is None:
         raise click.ClickException(f"{db} is empty: nothing to migrate (create it with `openhands-memory init {db}`)")
     if current not in m.REVISIONS:
@@ -173,10 +134,16 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool) -> No
             click.echo(f"  {step}  {docs.get(step, '')}".rstrip())
         click.echo("dry run: nothing was written")
         return
-    backup = backup_file(path, current)
-    click.echo(f"backed up {db} to {backup}")
-    run_migration(path, revision, downgrade=downgrade)  # type: ignore[arg-type]
-    after = inspect_sqlite_file(path).revision
+    if location.path is not None:
+        backup = backup_file(location.path, current)
+        click.echo(f"backed up {db} to {backup}")
+    else:
+        click.echo(f"{db}: no backup is made of a server database (pg_dump first if you need one)")
+    try:
+        m.apply(location, revision, backwards=downgrade)  # type: ignore[arg-type]
+    except m.MigrationRefused as e:
+        raise click.ClickException(f"{e}; nothing was changed") from None
+    after = revision_of(location)[1]
     click.echo(f"{verb}d {db}: {current} -> {after} ({len(steps)} revision{'s' if len(steps) > 1 else ''})")
 
 

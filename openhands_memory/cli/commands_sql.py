@@ -19,7 +19,7 @@ import click
 
 from ..errors import ReadOnlyViolation
 from . import output_format
-from .opening import open_readonly
+from .opening import is_url, open_readonly
 from .output import Column, Table, echo_csv, echo_json, note
 
 # Pragmas that only report, whatever their argument (a table or index name, a row limit).
@@ -122,6 +122,8 @@ def run_query(db: str, query: str, *, timeout: float = DEFAULT_TIMEOUT,
     the clock and at a pending interrupt every few thousand steps of SQLite's virtual machine.
     No string or blob may grow past ``MAX_VALUE_BYTES`` (``printf('%.*c', 1e9, 'x')``).
     """
+    if is_url(db):
+        return _server_query(db, query, timeout=timeout, max_rows=max_rows)
     conn = open_readonly(db)
     guard = Guard()
     conn.set_authorizer(guard)
@@ -168,6 +170,22 @@ def run_query(db: str, query: str, *, timeout: float = DEFAULT_TIMEOUT,
         conn.close()
     header = [d[0] for d in cursor.description or []]
     return QueryResult(header, rows[:max_rows], len(rows) > max_rows)
+
+
+def _server_query(db: str, query: str, *, timeout: float, max_rows: int) -> QueryResult:
+    """The same on a PostgreSQL server (see ``storage.postgres.read_only_query``)."""
+    import psycopg
+
+    from ..database import Location
+    from ..storage.postgres import read_only_query
+
+    try:
+        header, rows, truncated = read_only_query(Location.parse(db), query, timeout=timeout, max_rows=max_rows)
+    except TimeoutError as e:
+        raise click.ClickException(f"{e} (--timeout SECONDS)") from None
+    except psycopg.Error as e:
+        raise click.ClickException(f"SQL error: {str(e).strip().splitlines()[0]}") from None
+    return QueryResult(header, rows, truncated)
 
 
 def _install_sigint(handler: Any) -> Any:

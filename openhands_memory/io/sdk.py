@@ -186,11 +186,7 @@ class ExportResult:
 def _forgotten_runs(conversation: "Conversation") -> dict[int, list[ranges.Run]]:
     out: dict[int, list[ranges.Run]] = {}
     with conversation.store.reading() as db:
-        for cond, start, end in db.execute(
-            "SELECT condensation_id, start_id, end_id FROM forgotten_range "
-            "WHERE conversation_id = ? ORDER BY condensation_id, start_id",
-            (conversation.id,),
-        ):
+        for cond, start, end in db.forgotten_ranges(conversation.id):
             out.setdefault(cond, []).append((start, end))
     return out
 
@@ -200,11 +196,7 @@ def event_rows(conversation: "Conversation", page: int = 2000) -> Iterator[tuple
     cursor = 0
     while True:
         with conversation.store.reading() as db:
-            rows = db.execute(
-                "SELECT id, uid, kind, payload FROM event WHERE conversation_id = ? AND id >= ? "
-                "ORDER BY id LIMIT ?",
-                (conversation.id, cursor, page),
-            ).fetchall()
+            rows = db.event_page(conversation.id, cursor, 2**62, page, columns="id, uid, kind, payload")
         yield from rows
         if len(rows) < page:
             return

@@ -44,7 +44,8 @@ class InspectionQueries:
         """(LLM-visible rows, their cached tokens, how many are counted) in ``intervals``."""
         visible = tokens = counted = 0
         for n, t, c in self.over_intervals(
-            cid, intervals, "COUNT(*), SUM(ev.token_count), COUNT(ev.token_count)", " AND ev.llm_visible"
+            cid, intervals, "COUNT(*), SUM(ev.token_count), COUNT(ev.token_count)", " AND ev.llm_visible",
+            ordered=False,
         ):
             visible, tokens, counted = visible + n, tokens + (t or 0), counted + c
         return visible, tokens, counted

@@ -176,3 +176,35 @@ class PostgresRecorder(Recorder):
     def close(self) -> None:
         with self._lock:
             self.conn.close()
+
+
+def read_only_query(location: Location, query: str, *, timeout: float, max_rows: int) -> tuple[list[str], list[tuple], bool]:
+    """Run one statement that cannot write: (column names, at most ``max_rows`` rows, whether
+    there were more).
+
+    Read-only by construction: the session's transactions are read-only by default, the
+    statement runs inside ``BEGIN READ ONLY`` (which nothing in the statement can turn back:
+    PostgreSQL refuses to change a transaction's mode after its first query), the extended
+    protocol takes a single statement, and the transaction is rolled back. A statement timeout
+    stops it; Ctrl-C cancels it on the server (psycopg sends the cancel).
+    """
+    import psycopg
+
+    from ..errors import ReadOnlyViolation
+
+    with psycopg.connect(location.driver_url, autocommit=True) as conn:
+        conn.execute("SET default_transaction_read_only = on")
+        conn.execute("BEGIN READ ONLY")
+        conn.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
+        try:
+            cursor = conn.execute(query)  # type: ignore[call-overload]
+            rows = cursor.fetchmany(max_rows + 1) if cursor.description else []
+            header = [d.name for d in cursor.description or []]
+        except psycopg.errors.ReadOnlySqlTransaction as e:
+            raise ReadOnlyViolation(f"sql is read-only: {str(e).splitlines()[0]}") from None
+        except psycopg.errors.QueryCanceled:
+            raise TimeoutError(f"the query ran past its time limit of {timeout:g} s and was stopped") from None
+        finally:
+            if conn.info.transaction_status != 0:  # not idle: end the transaction
+                conn.execute("ROLLBACK")
+    return header, [tuple(r) for r in rows[:max_rows]], len(rows) > max_rows

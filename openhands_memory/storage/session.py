@@ -281,13 +281,14 @@ class Session(InspectionQueries):
         return (-1 if last is None else last), cond, newest
 
     def over_intervals(
-        self, cid: str, intervals: Sequence[Run], select: str, where: str = ""
+        self, cid: str, intervals: Sequence[Run], select: str, where: str = "", *, ordered: bool = True
     ) -> Iterator[tuple]:
-        """``SELECT select`` over the event rows (``ev``) of ``intervals``, in id order."""
+        """``SELECT select`` over the event rows (``ev``) of ``intervals``, in id order
+        (``ordered=False`` for an aggregate)."""
         for part in chunks(intervals, CHUNK):
             cte, params = self.intervals_cte(part)
             yield from self.execute(
-                f"{cte}SELECT {select} FROM {self.interval_join}{where}{self.interval_order}",
+                f"{cte}SELECT {select} FROM {self.interval_join}{where}{self.interval_order if ordered else ''}",
                 (*params, cid),
             )
 
