@@ -67,7 +67,7 @@ def server():
     s.stop()
 
 
-def config(tmp_path: Path, server: FakeLLMServer, *, fallback: str = "offline", timeout: float = 1.0) -> Path:
+def config(tmp_path: Path, server: FakeLLMServer, *, fallback: str = "offline", timeout: float = 0.5) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(f"""
 [condenser]
@@ -105,7 +105,7 @@ def always(server: FakeLLMServer, kind: str, seconds: float = 30.0) -> None:
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_model_failure_on_a_soft_trigger_exits_1_and_stores_nothing(db, tmp_path, server, fault):
-    always(server, fault, seconds=0.5 if fault == "drip" else 30.0)
+    always(server, fault, seconds=0.2 if fault == "drip" else 30.0)
     started = time.monotonic()
     result = invoke("condense", db, "c", "--config", config(tmp_path, server))
     elapsed = time.monotonic() - started
@@ -118,7 +118,7 @@ def test_model_failure_on_a_soft_trigger_exits_1_and_stores_nothing(db, tmp_path
     assert condensations(db) == 0
     assert ledger(db) and "ok" not in ledger(db)  # the failed call is on record
     assert server.requests  # the model really was asked
-    # Two attempts of at most 1 s each (timeout = 1, num_retries = 1), whatever the server
+    # Two attempts of at most 0.5 s each (timeout = 0.5, num_retries = 1), whatever the server
     # does, plus the process's own work: far below a dripped reply's minutes.
     assert elapsed < 20
 
