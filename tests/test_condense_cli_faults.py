@@ -60,6 +60,17 @@ def db(template, tmp_path) -> Path:
     return target
 
 
+@pytest.fixture(scope="module", autouse=True)
+def warm_litellm():
+    """One call first: litellm loads its provider code on the first completion, which must
+    not count against the short timeouts below."""
+    from openhands_memory.llm import LLMConfig, complete
+
+    with FakeLLMServer(lambda body: text_reply("warm")) as s:
+        complete(LLMConfig(model="openai/test-model", api_base=s.url, api_key="sk-test"),
+                 [{"role": "user", "content": "hi"}])
+
+
 @pytest.fixture
 def server():
     s = FakeLLMServer().start()
@@ -67,7 +78,7 @@ def server():
     s.stop()
 
 
-def config(tmp_path: Path, server: FakeLLMServer, *, fallback: str = "offline", timeout: float = 0.5) -> Path:
+def config(tmp_path: Path, server: FakeLLMServer, *, fallback: str = "offline", timeout: float = 1.0) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(f"""
 [condenser]
@@ -118,7 +129,7 @@ def test_model_failure_on_a_soft_trigger_exits_1_and_stores_nothing(db, tmp_path
     assert condensations(db) == 0
     assert ledger(db) and "ok" not in ledger(db)  # the failed call is on record
     assert server.requests  # the model really was asked
-    # Two attempts of at most 0.5 s each (timeout = 0.5, num_retries = 1), whatever the server
+    # Two attempts of at most 1 s each (timeout = 1, num_retries = 1), whatever the server
     # does, plus the process's own work: far below a dripped reply's minutes.
     assert elapsed < 20
 

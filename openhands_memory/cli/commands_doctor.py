@@ -229,6 +229,11 @@ def doctor(db: str, fix: bool, fmt: str) -> None:
     """Check DB: the file, id gaps, tool calls and results, condensation bookkeeping.
 
     Exit status 0 when healthy, 1 when problems remain.
+
+    \b
+    Example:
+      openhands-memory doctor agent.db
+      openhands-memory doctor agent.db --fix
     """
     conn = open_readonly(db)
     try:
