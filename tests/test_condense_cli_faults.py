@@ -60,6 +60,17 @@ def db(template, tmp_path) -> Path:
     return target
 
 
+@pytest.fixture(scope="module", autouse=True)
+def warm_litellm():
+    """One call first: litellm loads its provider code on the first completion, which must
+    not count against the short timeouts below."""
+    from openhands_memory.llm import LLMConfig, complete
+
+    with FakeLLMServer(lambda body: text_reply("warm")) as s:
+        complete(LLMConfig(model="openai/test-model", api_base=s.url, api_key="sk-test"),
+                 [{"role": "user", "content": "hi"}])
+
+
 @pytest.fixture
 def server():
     s = FakeLLMServer().start()
@@ -105,7 +116,7 @@ def always(server: FakeLLMServer, kind: str, seconds: float = 30.0) -> None:
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_model_failure_on_a_soft_trigger_exits_1_and_stores_nothing(db, tmp_path, server, fault):
-    always(server, fault, seconds=0.5 if fault == "drip" else 30.0)
+    always(server, fault, seconds=0.2 if fault == "drip" else 30.0)
     started = time.monotonic()
     result = invoke("condense", db, "c", "--config", config(tmp_path, server))
     elapsed = time.monotonic() - started

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -498,10 +499,20 @@ def test_database_keeps_unknown_fields(conv):
 texts = st.text(max_size=300)  # any code point (surrogates excluded by hypothesis's default)
 
 
+@pytest.fixture(scope="module")
+def prop_db(tmp_path_factory):
+    """One file for every example (each writes a fresh conversation): a new file per example
+    spent most of this test's time creating schemas."""
+    path = tmp_path_factory.mktemp("prop") / "p.db"
+    EventStore(path).close()
+    return path
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(message=texts, command=texts, thought=texts)
-def test_text_round_trips_through_database(tmp_path_factory, message, command, thought):
-    path = tmp_path_factory.mktemp("prop") / "p.db"
+def test_text_round_trips_through_database(prop_db, message, command, thought):
+    path = prop_db
+    cid = uuid.uuid4().hex
     arguments = json.dumps({"command": command, "path": thought}, ensure_ascii=False)
     msg = MessageEvent(source="user", llm_message=Message(role="user", content=[TextContent(text=message)]))
     act = ActionEvent(
@@ -514,10 +525,10 @@ def test_text_round_trips_through_database(tmp_path_factory, message, command, t
         llm_response_id="resp-1",
     )
     with EventStore(path) as store:
-        conv = store.create_conversation("p")
+        conv = store.create_conversation(cid)
         conv.append_many([msg, act])
     with EventStore(path) as store:  # reopened: nothing cached
-        conv = store.conversation("p")
+        conv = store.conversation(cid)
         msg_back, act_back = conv.get(0), conv.get(1)
     assert msg_back.llm_message.content[0].text == message
     assert act_back.tool_call.arguments == arguments  # the model's JSON text, byte-equal

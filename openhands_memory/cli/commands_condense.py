@@ -332,7 +332,12 @@ def _echo(report: dict[str, Any], label: str) -> None:
 @click.argument("conversation", metavar="CONV")
 @output_format("text", "json", default="text")
 def request_condensation(db: str, conversation: str, fmt: str) -> None:
-    """Append a CondensationRequest to CONV: the next condense (or agent step) must condense."""
+    """Append a CondensationRequest to CONV: the next condense (or agent step) must condense.
+
+    \b
+    Example:
+      openhands-memory request-condensation agent.db fix-bug
+    """
     store = open_store(db)
     try:
         conv = open_conversation(store, conversation)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from . import output_format
-from .opening import is_url, open_reader, open_store
+from .opening import is_url, open_reader, open_store, writing_store
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number
 
 # --- init ------------------------------------------------------------------------------------
@@ -19,10 +19,18 @@ from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, num
 
 @click.command()
 @click.argument("db")
-def init(db: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def init(db: str, as_json: bool) -> None:
     """Create the database file DB at the current schema revision.
 
-    A file that already is an up-to-date database is left as it is.
+    A file that already is an up-to-date database is left as it is. A new file is built
+    beside DB and put in place once complete: an interrupted init leaves no file at all (an
+    existing empty file, as `touch` makes, is taken as a new database).
+
+    \b
+    Example:
+      openhands-memory init agent.db
+      openhands-memory init agent.db --json
     """
     from .. import migrate
     from ..database import inspect_sqlite_file
@@ -32,11 +40,17 @@ def init(db: str) -> None:
         from ..database import check_revision
 
         check_revision(db, state.revision)
-        click.echo(f"{db} is already an openhands-memory database (schema revision {state.revision})")
+        if as_json:
+            echo_json({"path": db, "created": False, "revision": state.revision})
+        else:
+            click.echo(f"{db} is already an openhands-memory database (schema revision {state.revision})")
         return
-    store = open_store(db, create=True)
-    store.close()
-    click.echo(f"created {db} (schema revision {migrate.HEAD})")
+    with writing_store(db, create=True):
+        pass
+    if as_json:
+        echo_json({"path": db, "created": True, "revision": migrate.HEAD})
+    else:
+        click.echo(f"created {db} (schema revision {migrate.HEAD})")
 
 
 # --- migrate ---------------------------------------------------------------------------------
@@ -87,11 +101,17 @@ def backup_file(path: Path, revision: str) -> Path:
 @click.option("-r", "--revision", help="Target revision (default: the newest). With --downgrade: required; 'base' removes every table.")
 @click.option("--downgrade", is_flag=True, help="Go back to an older revision.")
 @click.option("--dry-run", is_flag=True, help="Show the revisions that would run; write nothing.")
-def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_json: bool) -> None:
     """Bring DB's schema to the newest revision (or to --revision).
 
     A backup copy DB.bak-<revision>-<time> is made first (SQLite's backup API, so content
     still in the -wal file is copied too), and the migration runs in one transaction.
+
+    \b
+    Example:
+      openhands-memory migrate agent.db --dry-run
+      openhands-memory migrate agent.db
     """
     from .. import migrate as m
     from ..database import Location, revision_of
@@ -123,27 +143,48 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool) -> No
         steps = m.pending(current, target)
         revision = target
         verb = "upgrade"
+    outcome: dict[str, Any] = {"path": db, "from": current, "to": revision if steps else current,
+                               "direction": verb, "steps": steps, "dry_run": dry_run, "backup": None}
     if not steps:
-        click.echo(f"{db} is already at revision {current}: nothing to do")
+        if as_json:
+            echo_json(outcome)
+        else:
+            click.echo(f"{db} is already at revision {current}: nothing to do")
         return
     docs = _descriptions()
     title = f"{verb} {db} from {current} to {revision}"
     if dry_run:
+        if as_json:
+            echo_json(outcome)
+            return
         click.echo(f"would {title}:")
         for step in steps:
             click.echo(f"  {step}  {docs.get(step, '')}".rstrip())
         click.echo("dry run: nothing was written")
         return
-    if location.path is not None:
-        backup = backup_file(location.path, current)
+    backup = backup_file(location.path, current) if location.path is not None else None
+    try:
+        m.apply(location, revision, backwards=downgrade)  # type: ignore[arg-type]
+    except Exception as e:  # a refusal, or SQLAlchemy's or the driver's error from a revision's DDL
+        if backup is not None:
+            backup.unlink(missing_ok=True)  # nothing changed: the copy is not needed
+        if isinstance(e, m.MigrationRefused):
+            raise click.ClickException(f"{e}; nothing was changed") from None
+        orig = getattr(e, "orig", None) or e
+        detail = " ".join(str(orig).split())
+        raise click.ClickException(
+            f"{db}: {verb} {current} -> {revision} failed ({detail}); the database's "
+            f"revision mark ({current}) may disagree with its tables; nothing was changed"
+        ) from None
+    after = revision_of(location)[1]
+    outcome.update(to=after, backup=str(backup) if backup is not None else None)
+    if as_json:
+        echo_json(outcome)
+        return
+    if backup is not None:
         click.echo(f"backed up {db} to {backup}")
     else:
         click.echo(f"{db}: no backup is made of a server database (pg_dump first if you need one)")
-    try:
-        m.apply(location, revision, backwards=downgrade)  # type: ignore[arg-type]
-    except m.MigrationRefused as e:
-        raise click.ClickException(f"{e}; nothing was changed") from None
-    after = revision_of(location)[1]
     click.echo(f"{verb}d {db}: {current} -> {after} ({len(steps)} revision{'s' if len(steps) > 1 else ''})")
 
 
@@ -165,6 +206,11 @@ def conversations(db: str, fmt: str) -> None:
     Visible: LLM-visible events that no condensation has forgotten. Tokens: their cached token
     counts (blank until a token-counting condenser has counted them). Last activity: the
     newest event's timestamp.
+
+    \b
+    Example:
+      openhands-memory conversations agent.db
+      openhands-memory conversations agent.db --json
     """
     from ..inspection import summaries
 
@@ -233,7 +279,13 @@ def echo_stats(title: str, stats: dict[str, Any]) -> None:
 @output_format("table", "json")
 def stats(db: str, conversation: str | None, fmt: str) -> None:
     """Events, visible events, tokens, condensations by strategy and reason, and what the
-    summarizer calls cost (from the llm_call ledger), for one conversation or all of DB."""
+    summarizer calls cost (from the llm_call ledger), for one conversation or all of DB.
+
+    \b
+    Example:
+      openhands-memory stats agent.db
+      openhands-memory stats agent.db fix-bug --json
+    """
     from ..inspection import stats as collect
 
     store = open_reader(db)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from .output import heading, id_runs, term_width
+
+from .output import echo_json, heading, id_runs, term_width
 
 DEFAULT_DB = "openhands-memory-demo.db"
 CONVERSATION = "demo"
@@ -51,7 +52,8 @@ def starts_llm_call(event, previous) -> bool:  # type: ignore[no-untyped-def]
 
 @click.command()
 @click.argument("db", required=False, default=DEFAULT_DB, metavar="[DB]")
-def demo(db: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print what was built as JSON instead.")
+def demo(db: str, as_json: bool) -> None:
     """Build a demo database (default: ./openhands-memory-demo.db) and show what it holds.
 
     It replays a bundled session of a coding agent fixing a date-parsing bug (about 300
@@ -60,6 +62,11 @@ def demo(db: str) -> None:
     default condenser: old browser pages masked, and a rolling summary written by the offline
     summarizer. No API key, no network. An earlier demo file is replaced; any other file is
     left alone.
+
+    \b
+    Example:
+      openhands-memory demo
+      openhands-memory demo /tmp/demo.db --json
     """
     from ..condensers import default_condenser
     from ..data import DEMO_CONVERSATION
@@ -86,8 +93,11 @@ def demo(db: str) -> None:
             metadata={MARKER: 1, "story": "a coding agent fixes a failing date-parsing test in a small Python repo"},
         )
         condenser = default_condenser()
-        heading(f"Replaying a coding agent's session ({len(events)} events) into {path.name},")
-        heading(f"conversation {CONVERSATION!r}, with the default condenser:")
+        echo = (lambda *a, **k: None) if as_json else click.echo
+        if not as_json:
+            heading(f"Replaying a coding agent's session ({len(events)} events) into {path.name},")
+            heading(f"conversation {CONVERSATION!r}, with the default condenser:")
+        condensations = 0
         steps = 0
         previous = None
         for event in events:
@@ -96,11 +106,12 @@ def demo(db: str) -> None:
                 view = conv.step(condenser)  # what the model is sent now
                 steps += 1
                 if len(conv) > before:  # the step stored a condensation
+                    condensations += 1
                     cond = conv.get(before)
                     with store.reading() as db:
                         runs = db.ranges_of(conv.id, before)
                     forgot = sum(e - s + 1 for s, e in runs)
-                    click.echo(
+                    echo(
                         f"  event {before:>3}: forgot {forgot} events "
                         f"({id_runs(i for s, e in runs for i in range(s, e + 1))})"
                         + (" into a summary" if getattr(cond, "summary", None) else "")
@@ -109,7 +120,19 @@ def demo(db: str) -> None:
             conv.append(event)
             previous = event
         elapsed = time.perf_counter() - started
-        click.echo(f"  {len(conv)} events stored, {steps} model calls simulated, in {elapsed:.1f} s")
+        stored = len(conv)
+        if as_json:
+            final = conv.view()
+            echo_json({
+                "path": str(path), "conversation": conv.id, "replayed": len(events),
+                "condensations": condensations, "stored": stored, "model_calls": steps,
+                "view_events": len(final), "view_summaries": sum(1 for e in final.events if e.seq is None),
+                "seconds": round(elapsed, 3),
+            })
+            return
+        click.echo(f"  {stored:,} events stored ({len(events):,} replayed, {condensations} "
+                   f"condensation{'s' if condensations != 1 else ''}); {steps:,} model calls "
+                   f"in {elapsed:.1f} s")
         width = term_width()
         click.echo()
         final = conv.view()
@@ -128,6 +151,8 @@ def demo(db: str) -> None:
         echo_stats(f"stats of conversation {conv.id}", stats(store, [conv.id]).as_dict())
     finally:
         store.close()
+    if as_json:
+        return
     click.echo()
     click.echo("Next, try:")
     for line in (

@@ -98,9 +98,11 @@ def echo_view(conversation_id: str, v: Any, historical: bool = False) -> None:
         return
     summaries = sum(1 for e in v.events if e.seq is None)
     click.echo(textwrap.fill(
-        f"{conversation_id} · view {'as of' if historical else 'after'} event {v.upto} · {len(v)} events"
-        + (f" ({summaries} summary)" if summaries else "")
-        + f" · {v.upto + 1 - (len(v) - summaries)} of {v.upto + 1} left out",
+        # Stored events and the summary counted apart, as `stats` and `conversations` count
+        # visible events.
+        f"{conversation_id} · view {'as of' if historical else 'after'} event {v.upto} · "
+        f"{len(v) - summaries:,} events" + (f" + {summaries} summary" if summaries else "")
+        + f" · {v.upto + 1 - (len(v) - summaries):,} of {v.upto + 1:,} left out",
         term_width(), break_on_hyphens=False,
     ))
     table = Table([Column("id", ">"), Column("kind"), Column("source"), Column("preview", flex=True, min=10)])
@@ -127,6 +129,11 @@ def view(db: str, conversation: str, at: int | None, fmt: str) -> None:
     """What the agent sees now: the events sent to the model, with the summary in place.
 
     --format messages prints the provider messages (litellm's shape) instead.
+
+    \b
+    Example:
+      openhands-memory view agent.db fix-bug
+      openhands-memory view agent.db fix-bug --at 120 --format messages
     """
     store = open_reader(db)
     conv = open_conversation(store, conversation)
@@ -182,6 +189,10 @@ def history(db: str, conversation: str, start: int, stop: int | None, fmt: str) 
 
     A forgotten event shows the id of the condensation that hid it (its "hid by" column); a
     condensation shows its strategy/reason, what it forgot and the start of its summary.
+
+    \b
+    Example:
+      openhands-memory history agent.db fix-bug --from 100 --to 140
     """
     store = open_reader(db)
     cid = store.find_conversation(conversation)

@@ -81,21 +81,32 @@ def import_(db: str, path: Path, conversation_id: str | None, fmt: str) -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Where to write (jsonl: a file, default stdout; openhands: a new folder, default ./CONV).")
 @click.option("--force", is_flag=True, help="jsonl: overwrite an existing file.")
-def export(db: str, conversation: str, fmt: str, output: Path | None, force: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON (needs -o for jsonl).")
+def export(db: str, conversation: str, fmt: str, output: Path | None, force: bool, as_json: bool) -> None:
     """Export conversation CONV.
 
     The OpenHands folder is laid out and named as the SDK writes it; condensations made here
     are written in the SDK's shape (forgotten_event_ids), so importing the folder again gives
     the same events, ids and views.
+
+    \b
+    Example:
+      openhands-memory export agent.db fix-bug -o fix-bug.jsonl
+      openhands-memory export agent.db fix-bug -f openhands -o ./fix-bug
     """
     from ..io import jsonl, sdk
 
+    if as_json and fmt == "jsonl" and (output is None or str(output) == "-"):
+        raise click.UsageError("--json reports on a written file: give -o FILE (stdout holds the events)")
     store = open_store(db)
     try:
         conv = open_conversation(store, conversation)
         if fmt == "openhands":
             target = output or Path(conv.id)
             result = sdk.export_folder(conv, target)
+            if as_json:
+                echo_json({"conversation": conv.id, "format": fmt, **result.as_dict()})
+                return
             click.echo(f"exported {result.events:,} events to {target}{os.sep} (OpenHands SDK layout)")
             for text in result.notes:
                 note(f"note: {text}")
@@ -112,6 +123,9 @@ def export(db: str, conversation: str, fmt: str, output: Path | None, force: boo
             os.replace(partial, output)
         finally:
             partial.unlink(missing_ok=True)
+        if as_json:
+            echo_json({"conversation": conv.id, "format": fmt, "path": str(output), "events": n, "notes": []})
+            return
         click.echo(f"exported {n:,} events to {output}")
     finally:
         store.close()
