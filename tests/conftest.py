@@ -73,4 +73,4 @@ def conv(store):
     return store.create_conversation("c1")
 
 
-from .backends import database_url, postgres_database_factory  # noqa: E402,F401
+from .backends import database_url, postgres_database_factory, postgres_server  # noqa: E402,F401
