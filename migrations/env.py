@@ -14,10 +14,11 @@ config = context.config
 
 
 def _url() -> str:
-    db = context.get_x_argument(as_dictionary=True).get("db")
-    if db:
-        return db if "://" in db else f"sqlite:///{db}"
-    return config.get_main_option("sqlalchemy.url")
+    """A SQLAlchemy URL: a file path means SQLite; postgresql:// goes through psycopg 3."""
+    from openhands_memory.database import Location
+
+    db = context.get_x_argument(as_dictionary=True).get("db") or config.get_main_option("sqlalchemy.url")
+    return Location.parse(db).sqlalchemy_url
 
 
 def _configure(connection) -> None:
@@ -46,9 +47,10 @@ def run_migrations_online() -> None:
         return
     engine = create_engine(_url())
     with engine.connect() as connection:
-        # Batch mode copies tables; foreign keys must be off while it does.
-        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
-        connection.commit()  # the PRAGMA autobegan a transaction; alembic must own its own
+        if connection.dialect.name == "sqlite":
+            # Batch mode copies tables; foreign keys must be off while it does.
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()  # the PRAGMA autobegan a transaction; alembic must own its own
         _configure(connection)
         with context.begin_transaction():
             context.run_migrations()

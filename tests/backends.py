@@ -64,8 +64,9 @@ def postgres_database_factory(postgres_server):
     head = f"head_{uuid.uuid4().hex[:8]}"
     EventStore(create(head, None)).close()  # the real creation, by alembic, once
 
-    def make(template: str | None = None) -> str:
-        source = template.rsplit("/", 1)[1] if template else head
+    def make(template: str | None = None, *, empty: bool = False) -> str:
+        """A fresh database: a copy of the head-revision one, of ``template``, or ``empty``."""
+        source = None if empty else template.rsplit("/", 1)[1] if template else head
         return create(f"t_{uuid.uuid4().hex[:12]}", source)
 
     yield make
