@@ -56,6 +56,7 @@ def demo_db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("demo") / "openhands-memory-demo.db"
     result = run("demo", path)
     assert "stats of" in result.output
+    assert f"openhands-memory history {path} demo" in result.output  # the next steps name the file
     return path
 
 

@@ -108,8 +108,8 @@ def demo(db: str, as_json: bool) -> None:
                 if len(conv) > before:  # the step stored a condensation
                     condensations += 1
                     cond = conv.get(before)
-                    with store.reading() as db:
-                        runs = db.ranges_of(conv.id, before)
+                    with store.reading() as session:
+                        runs = session.ranges_of(conv.id, before)
                     forgot = sum(e - s + 1 for s, e in runs)
                     echo(
                         f"  event {before:>3}: forgot {forgot} events "
