@@ -81,7 +81,11 @@ def condense(
     view = conversation.view()
     result: View | Condensation | None = None
     try:
-        result = condenser.condense(view)
+        if dry_run:
+            with conversation.holding_writes():
+                result = condenser.condense(view)
+        else:
+            result = condenser.condense(view)
     finally:
         calls = condenser.take_calls()
         if calls and not dry_run:

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from .database import Durability, Location
@@ -21,6 +21,7 @@ from .errors import (
 from .events import Condensation, CondensationRequest, Event
 from .storage import END, IntegrityViolation, Recorder, Session, condensations, open_recorder
 from .storage.codec import decode, event_row
+from .tokens import RowTokens, TokenCounter
 from .view import View, ViewCache
 
 if TYPE_CHECKING:
@@ -154,6 +155,27 @@ class Conversation:
         self.id = id
         self.views = ViewCache(self)
         self._version: Any = None  # what the last write of ours left (Session.touch)
+        self._tokens: dict[str, RowTokens] = {}
+        self.writes_held = False  # see holding_writes
+
+    # --- token counts ----------------------------------------------------------------
+
+    def tokens(self, counter: TokenCounter) -> RowTokens:
+        """Token totals of this conversation's views by ``counter``, from counts cached in
+        the rows (one cache per counter, kept with the conversation, not the condenser)."""
+        if counter.name not in self._tokens:
+            self._tokens[counter.name] = RowTokens(self, counter)
+        return self._tokens[counter.name]
+
+    @contextmanager
+    def holding_writes(self) -> Iterator[None]:
+        """Within the block, token counts are kept in memory, not written: a dry run writes
+        nothing at all."""
+        held, self.writes_held = self.writes_held, True
+        try:
+            yield
+        finally:
+            self.writes_held = held
 
     def __repr__(self) -> str:
         return f"Conversation({self.id!r})"

@@ -67,12 +67,15 @@ def count_events(counter: TokenCounter, events: Sequence[Event]) -> int:
 _COUNTER_KEY = "token_counter"
 
 
-def _ensure_counter(conversation: "Conversation", counter: TokenCounter) -> None:
-    """Make the cached counts belong to ``counter``, clearing them if another one made them."""
+def _ensure_counter(conversation: "Conversation", counter: TokenCounter, *, write: bool) -> bool:
+    """Make the cached counts belong to ``counter``, clearing them if another one made them.
+    Without ``write``, nothing changes; returns whether the stored counts are ``counter``'s."""
     with conversation.store.reading() as db:
         meta = db.metadata(conversation.id)
     if meta is None or meta.get(_COUNTER_KEY) == counter.name:
-        return
+        return True
+    if not write:
+        return False
     with conversation.store.writing(conversation.id) as db:
         meta = db.metadata(conversation.id) or {}
         previous = meta.get(_COUNTER_KEY)
@@ -84,33 +87,49 @@ def _ensure_counter(conversation: "Conversation", counter: TokenCounter) -> None
             log.info("token counter changed from %s to %s: recounting", previous, counter.name)
             db.clear_token_counts(conversation.id)
         db.set_metadata(conversation.id, {**meta, _COUNTER_KEY: counter.name})
+    return True
 
 
 class RowTokens:
     """Token totals of a conversation's views, from counts cached in the event rows.
 
     A total costs one read of the visible rows' counts (one statement, whatever the history)
-    and, when the newest rows are not counted yet, one write that caches their counts.
+    and, when the newest rows are not counted yet, one write that caches their counts. A
+    conversation keeps one per counter (``Conversation.tokens``). While writes are held
+    (``Conversation.holding_writes``: a dry run) or the store is read-only, new counts are
+    kept in memory instead, and nothing is written.
     """
 
     def __init__(self, conversation: "Conversation", counter: TokenCounter):
         self.conversation = conversation
         self.counter = counter
-        self._checked = False
+        self._owned: bool | None = None  # whether the rows' counts are this counter's
         self._summary: tuple[str, int] | None = None  # (summary event id, its count)
+        self._memory: dict[int, int] = {}  # counts not written (writes held)
+
+    @property
+    def _may_write(self) -> bool:
+        conv = self.conversation
+        return not (conv.store.recorder.readonly or conv.writes_held)
 
     def counts(self, view: "View") -> dict[int, int]:
         """The token count of every LLM-visible row in the view's intervals, by id (counting
         and caching the rows not counted yet)."""
         from . import ranges
 
-        if not self._checked:
-            _ensure_counter(self.conversation, self.counter)
-            self._checked = True
+        if not self._owned:
+            self._owned = _ensure_counter(self.conversation, self.counter, write=self._may_write)
         conv = self.conversation
         intervals = ranges.complement(view.hidden, view.upto) if view.upto >= 0 else []
         with conv.store.reading() as db:
             counts = db.token_counts(conv.id, intervals)
+        if not self._owned:  # another counter's counts: not ours to use
+            counts = dict.fromkeys(counts)
+        if self._may_write and self._owned:
+            self._memory.clear()  # counted during a dry run: now they are counted into rows
+        for seq in counts.keys() & self._memory.keys():
+            if counts[seq] is None:
+                counts[seq] = self._memory[seq]
         missing = [seq for seq, n in counts.items() if n is None]
         if missing:
             counts.update(self._count(missing, view))
@@ -128,8 +147,11 @@ class RowTokens:
                 if len(in_view) == len(wanted):
                     break
         found = {seq: count_event(self.counter, in_view.get(seq) or conv.get(seq)) for seq in missing}
-        with conv.store.writing() as db:
-            db.set_token_counts(conv.id, found.items())
+        if self._may_write and self._owned:
+            with conv.store.writing() as db:
+                db.set_token_counts(conv.id, found.items())
+        else:
+            self._memory.update(found)
         return found
 
     def total(self, view: "View") -> int:

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from openhands_memory.cli import COMMANDS, cli
+from openhands_memory import migrate
 from openhands_memory.store import EventStore
 
 from . import factories as f
@@ -67,10 +68,10 @@ def test_view_and_stats_count_visible_events_alike(demo):
 
 def test_init_migrate_export_json(tmp_path):
     db = tmp_path / "a.db"
-    assert json.loads(invoke("init", db, "--json").stdout) == {"path": str(db), "created": True, "revision": "0002"}
+    assert json.loads(invoke("init", db, "--json").stdout) == {"path": str(db), "created": True, "revision": migrate.HEAD}
     assert json.loads(invoke("init", db, "--json").stdout)["created"] is False
     moved = json.loads(invoke("migrate", db, "--json").stdout)
-    assert moved["steps"] == [] and moved["from"] == moved["to"] == "0002"
+    assert moved["steps"] == [] and moved["from"] == moved["to"] == migrate.HEAD
     with EventStore(db) as store:
         store.create_conversation("c").append(f.user("hi"))
     out = json.loads(invoke("export", db, "c", "-o", tmp_path / "c.jsonl", "--json").stdout)
@@ -89,7 +90,7 @@ def test_migrate_with_a_revision_mark_that_disagrees_is_one_line(tmp_path):
     result = invoke("migrate", db)
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and "upgrade 0001 -> 0002 failed" in lines[0]
+    assert len(lines) == 1 and f"upgrade 0001 -> {migrate.HEAD} failed" in lines[0]
     assert "revision mark (0001) may disagree with its tables; nothing was changed" in lines[0]
     assert "Traceback" not in result.output and "sqlalchemy" not in result.output.lower()
     assert db.read_bytes() == before

@@ -951,3 +951,15 @@ def test_two_processes_stepping_while_a_third_appends(db_path):
         assert len(view) <= 20 + AgentHistory.slack
         appended = sum(1 if k % 4 == 3 else 2 for k in range(300))
         assert event_count(store, "mp") == 2 + appended + len(ranges)
+
+
+def test_a_dry_run_writes_nothing_not_even_token_counts(store, conv):
+    """Token counts are cached in rows by the conversation; a dry run keeps them in memory."""
+    conv.append_many([f.system(), f.user()] + [e for i in range(30) for e in (f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}"))])
+    condenser = AmortizedForgettingCondenser(max_size=20, keep_first=2, max_tokens=100, tokenizer="chars/4")
+    before = store.db.execute("SELECT COUNT(token_count), metadata FROM event, conversation").fetchone()
+    assert isinstance(conv.condense(condenser, dry_run=True), Condensation)
+    assert store.db.execute("SELECT COUNT(token_count), metadata FROM event, conversation").fetchone() == before
+    assert len(conv) == 62
+    conv.condense(condenser)  # for real: the counts are cached now
+    assert store.db.execute("SELECT COUNT(token_count) FROM event").fetchone()[0] > 0

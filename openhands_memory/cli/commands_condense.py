@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ import click
 
 from . import output_format
 from .opening import conversation as open_conversation
-from .opening import open_store
+from .opening import open_reader, open_store
 from .describe import preview
 from . import UserError
 from ..condensers.llm_base import PREVIEW_SUMMARY
@@ -136,17 +135,8 @@ def condense(db: str, conversation: str, config: Path | None, name: str | None, 
     condenser, label = build_condenser(config, name, kind, pairs)
     preview = dry_run and not with_summary
     set_preview(condenser, preview)
-    if dry_run and counts_tokens(condenser):
-        # Counting tokens caches each event's count in its row. A dry run must leave the file
-        # as it is, so it runs on a snapshot copy (made with SQLite's backup API).
-        from .commands_db import copy_database
-        from .opening import judge
-
-        with tempfile.TemporaryDirectory() as tmp:
-            snapshot = copy_database(judge(db), Path(tmp) / "snapshot.db")
-            report = _run(str(snapshot), conversation, condenser, label, dry_run=True)
-    else:
-        report = _run(db, conversation, condenser, label, dry_run=dry_run)
+    # A dry run reads through a read-only store: the token counts it makes stay in memory.
+    report = _run(db, conversation, condenser, label, dry_run=dry_run)
     if fmt == "json":
         echo_json(report)
     else:
@@ -179,12 +169,6 @@ def summarizers(condenser: Any) -> str | None:
         if who not in names:
             names.append(who)
     return ", ".join(names) or None
-
-
-def counts_tokens(condenser: Any) -> bool:
-    return bool(getattr(condenser, "counts_tokens", False)) or any(
-        counts_tokens(c) for c in getattr(condenser, "condensers", None) or []
-    )
 
 
 def _find(condenser: Any, kind: str | None) -> Any:
@@ -221,7 +205,7 @@ def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: boo
     from ..condensers.llm_base import ModelNotCalled, SummarizerFailed
     from ..events import Condensation
 
-    store = open_store(db)
+    store = open_reader(db) if dry_run else open_store(db)
     try:
         conv = open_conversation(store, conversation)
         before = conv.view()

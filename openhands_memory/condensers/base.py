@@ -161,7 +161,6 @@ class RollingCondenser(Condenser):
 
     summary_slot: ClassVar[int] = 0  # 1 for strategies that add a summary
     hard_fallbacks: ClassVar[tuple[str, ...]] = ("raise", "reset")
-    _tokens_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._validate()
@@ -214,10 +213,7 @@ class RollingCondenser(Condenser):
     def _row_tokens(self, view: View) -> RowTokens | None:
         if view.conversation is None:
             return None
-        key = view.conversation.id
-        if key not in self._tokens_cache:
-            self._tokens_cache[key] = RowTokens(view.conversation, self.counter())
-        return self._tokens_cache[key]
+        return view.conversation.tokens(self.counter())
 
     def view_tokens(self, view: View) -> int:
         rows = self._row_tokens(view)

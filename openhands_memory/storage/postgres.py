@@ -123,6 +123,7 @@ class PostgresRecorder(Recorder):
 
         super().__init__()
         self.label = location.label
+        self.readonly = readonly
         try:
             # Autocommit: transactions are begun explicitly, as on SQLite.
             self.conn = psycopg.connect(location.driver_url, autocommit=True)

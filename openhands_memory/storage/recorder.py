@@ -24,6 +24,7 @@ class Recorder(ABC):
 
     label: str  # the file path or URL, for messages
     backend: str  # "sqlite" or "postgresql"
+    readonly: bool = False  # opened for reading only: every write would be refused
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

@@ -44,6 +44,7 @@ class SqliteRecorder(Recorder):
     def __init__(self, path: Path, *, durability: database.Durability = "normal", readonly: bool = False):
         super().__init__()
         self.label = str(path)
+        self.readonly = readonly
         # Read-only: a query-only connection that is safe beside writers and leaves no files
         # behind (see database.connect_readonly).
         self.conn = database.connect_readonly(path) if readonly else database.connect(path, durability)
