@@ -167,6 +167,14 @@ class Conversation:
             self._tokens[counter.name] = RowTokens(self, counter)
         return self._tokens[counter.name]
 
+    def _counting(self) -> RowTokens | None:
+        """The token cache whose counts new rows carry from their insert (saving the write a
+        count would take later): the one in use, when it owns the rows' counts."""
+        if len(self._tokens) != 1 or self.writes_held:
+            return None
+        (rows,) = self._tokens.values()
+        return rows if rows.owns_rows else None
+
     @contextmanager
     def holding_writes(self) -> Iterator[None]:
         """Within the block, token counts are kept in memory, not written: a dry run writes
@@ -211,7 +219,11 @@ class Conversation:
         returns the ids given. Call ``committed`` once the transaction has committed."""
         first = self._next_id(db)
         seqs = list(range(first, first + len(events)))
-        db.insert_events([event_row(self.id, s, e) for s, e in zip(seqs, events)])
+        counted = self._counting()
+        db.insert_events([
+            event_row(self.id, s, e, tokens=counted.count_new(e) if counted is not None else None)
+            for s, e in zip(seqs, events)
+        ])
         for seq, event in zip(seqs, events):
             if isinstance(event, Condensation):
                 condensations.record(db, self.id, seq, event)

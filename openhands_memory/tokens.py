@@ -108,6 +108,15 @@ class RowTokens:
         self._memory: dict[int, int] = {}  # counts not written (writes held)
 
     @property
+    def owns_rows(self) -> bool:
+        """Whether the counts in the rows are this counter's (and it may write them)."""
+        return bool(self._owned) and self._may_write
+
+    def count_new(self, event: Event) -> int | None:
+        """The count a new row is stored with (None for events the model never sees)."""
+        return count_event(self.counter, event) if type(event).llm_visible else None
+
+    @property
     def _may_write(self) -> bool:
         conv = self.conversation
         return not (conv.store.recorder.readonly or conv.writes_held)

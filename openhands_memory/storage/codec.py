@@ -12,9 +12,11 @@ EVENT_COLUMNS = (
 )
 
 
-def event_row(conversation_id: str, seq: int, event: Event, payload: str | None = None) -> tuple[Any, ...]:
+def event_row(
+    conversation_id: str, seq: int, event: Event, payload: str | None = None, tokens: int | None = None
+) -> tuple[Any, ...]:
     """Values in ``EVENT_COLUMNS`` order. ``payload``: the event's JSON when the caller has it
-    already (an import keeps the bytes it read)."""
+    already (an import keeps the bytes it read); ``tokens``: its count, when one is kept."""
     # Field values live in __dict__; reading them there skips pydantic's __getattr__, which
     # raises (slowly) for the kinds that lack a field.
     fields = event.__dict__
@@ -30,7 +32,7 @@ def event_row(conversation_id: str, seq: int, event: Event, payload: str | None 
         fields.get("llm_response_id"),
         event.has_thinking,
         type(event).llm_visible,
-        None,
+        tokens,
         payload if payload is not None else event.model_dump_json(exclude_none=True),
     )
 
