@@ -509,10 +509,11 @@ def test_legacy_errors_are_named(tmp_path):
 def test_demo_conversation_is_generated_deterministically_and_well_formed():
     from collections import Counter
 
-    from openhands_memory.data import DEMO_CONVERSATION, make_demo
+    from openhands_memory.data import DEMO_CONVERSATION
+    from tools import make_demo
 
     text = make_demo.render(make_demo.events())
-    assert text == DEMO_CONVERSATION.read_text(encoding="utf-8"), "run python -m openhands_memory.data.make_demo"
+    assert text == DEMO_CONVERSATION.read_text(encoding="utf-8"), "run python tools/make_demo.py"
     events = [f_ for f_, _ in parse_text(text, "demo")]
     assert 300 <= len(events) <= 600
     kinds = Counter(e.kind for e in events)

@@ -1,5 +1,5 @@
 """Data shipped with the package: the demo conversation (``demo_conversation.jsonl``), made by
-``make_demo.py`` in this folder."""
+``tools/make_demo.py`` (a developer script, not shipped)."""
 
 from pathlib import Path
 

@@ -1,7 +1,7 @@
 """Writes ``demo_conversation.jsonl``: a coding agent's session, for ``openhands-memory demo``.
 
-    python -m openhands_memory.data.make_demo        # rewrites the file beside this script
-    python -m openhands_memory.data.make_demo --check  # exit 1 if the file is not what it writes
+    python tools/make_demo.py          # rewrites openhands_memory/data/demo_conversation.jsonl
+    python tools/make_demo.py --check  # exit 1 if the file is not what it writes
 
 The story: a user asks the agent to fix a failing date-parsing test in ``datekit``, a small
 Python library. The agent explores the repository with the terminal and the file editor,
@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parent / "demo_conversation.jsonl"
+OUT = Path(__file__).resolve().parent.parent / "openhands_memory" / "data" / "demo_conversation.jsonl"
 ROOT = "/workspace/datekit"
 START = datetime(2026, 11, 20, 14, 2, 11, 250000)
 
