@@ -9,8 +9,8 @@ Two steps, as in the SDK (``events_to_messages`` then ``LLM.format_messages_for_
    * one tool turn per result, rendered per observation kind (:mod:`.observations`); a
      rejection reads ``Action rejected: <reason>``; an agent error is its text;
    * a summary as a user turn; adjacent plain user turns merged into one;
-   * **a difference kept on purpose**: each batch's results are placed right after it, ahead
-     of any event that sat between (the SDK sends them in event order, which providers reject
+   * **a difference kept on purpose**: each batch's results are placed right after it (in
+     event order), ahead of any event that sat between (the SDK sends them in event order, which providers reject
      as "tool_use without tool_result"); a call without a result is left out.
 2. **Serialising** (:func:`serialize`) with the SDK's per-model switches (:class:`Options`):
    vision (images kept or dropped), reasoning content (sent or not), cache markers (the
@@ -188,11 +188,11 @@ def events_to_turns(events: Sequence[Event], after: Sequence[Turn] = ()) -> list
             answered = [a for a in batch if a.tool_call_id in results]
             if answered:
                 _add(turns, batch_turn(answered))
-                for a in answered:
-                    k = results[a.tool_call_id]
-                    if k not in used:
-                        used.add(k)
-                        _add(turns, result_turn(events[k]))  # type: ignore[arg-type]
+                # In the order they happened (an invalid call's error comes before the
+                # results of the calls that ran, as the SDK sends them).
+                for k in sorted({results[a.tool_call_id] for a in answered} - used):
+                    used.add(k)
+                    _add(turns, result_turn(events[k]))  # type: ignore[arg-type]
             i = j
             continue
         if isinstance(e, ObservationBase):
