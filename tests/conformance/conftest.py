@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from openhands_memory.store import EventStore
+
+from . import exports
 from .trajectories import CONFIGS, all_cases
 
 HERE = Path(__file__).resolve().parent
@@ -48,7 +51,11 @@ def sdk(tmp_path_factory) -> dict:
             pytest.fail(message + "; OHM_REQUIRE_SDK=1 says the conformance suite must run")
         pytest.skip(message)
     cwd = tmp_path_factory.mktemp("sdk-runner")
-    request = json.dumps({"configs": CONFIGS, "cases": CASES})
+    store = EventStore(cwd / "exports.db")
+    export_cases, conversations = exports.build(store, cwd, SAVE_DIR)
+    for case in export_cases:
+        case["configs"] = list(CONFIGS)
+    request = json.dumps({"configs": CONFIGS, "cases": CASES + export_cases})
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENHANDS_SUPPRESS_BANNER": "1",
            "PYTHONPATH": "", "NO_PROXY": "*"}
     done = subprocess.run([str(python), str(RUNNER)], input=request, capture_output=True, text=True, cwd=cwd,
@@ -57,4 +64,6 @@ def sdk(tmp_path_factory) -> dict:
         pytest.fail(f"the SDK runner failed ({done.returncode}):\n{done.stderr[-4000:]}")
     out = json.loads(done.stdout)
     assert out["sdk_version"].startswith(PINNED), f"conformance is pinned to SDK {PINNED}x, found {out['sdk_version']}"
-    return out
+    out["exported"] = conversations  # the original conversations of the export cases
+    yield out
+    store.close()

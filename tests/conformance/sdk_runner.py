@@ -4,6 +4,8 @@ Reads one JSON document on stdin::
 
     {"configs": {"name": {LLM keyword arguments}, ...},
      "cases": [{"id": "...", "events": [<SDK event JSON>, ...],
+                "resume": {"folder": ..., "tools": [...]},   # instead of events: an exported
+                                                             # folder, resumed by the SDK
                 "configs": ["name", ...],                 # messages formatted for these LLMs
                 "condense": {"max_size": N, "keep_first": K}}   # optional
               ]}
@@ -99,8 +101,29 @@ def condense(view: View, settings: dict, llm: LLM) -> dict:
     }
 
 
+def resume(spec: dict) -> list:
+    """Resume an exported conversation folder as the SDK does, with the caller's Agent."""
+    from uuid import UUID
+
+    from openhands.sdk import Agent
+    from openhands.sdk.conversation.state import ConversationState
+    from openhands.sdk.tool import Tool
+    from openhands.sdk.workspace import LocalWorkspace
+
+    with open(os.path.join(spec["folder"], "base_state.json")) as f:
+        conversation_id = UUID(json.load(f)["id"])
+    agent = Agent(llm=LLM(model="gpt-4o", api_key="none", usage_id="agent"),
+                  tools=[Tool(name=t) for t in spec["tools"]])
+    state = ConversationState.create(id=conversation_id, agent=agent, workspace=LocalWorkspace(working_dir="."),
+                                     persistence_dir=spec["folder"])
+    return list(state.events)
+
+
 def run_case(case: dict, llms: dict[str, LLM]) -> dict:
-    events = [Event.model_validate(e) for e in case["events"]]
+    if case.get("resume"):
+        events = resume(case["resume"])
+    else:
+        events = [Event.model_validate(e) for e in case["events"]]
     view = View.from_events(events)
     result: dict = {
         "view": [e.id for e in view.events],

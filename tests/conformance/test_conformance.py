@@ -31,6 +31,7 @@ from openhands_memory.store import EventStore
 from openhands_memory.view import View
 
 from .conftest import CASES
+from .exports import SETTINGS
 
 BY_ID = {c["id"]: c for c in CASES}
 
@@ -157,3 +158,23 @@ def test_condenser_decision_equals_the_sdk(case_id, sdk, store):
     assert out.summary_offset == theirs["summary_offset"] - (
         1 if view.summary_event is not None and view.events.index(view.summary_event) < theirs["summary_offset"] else 0
     )
+
+
+EXPORTS = [f"export/{seed}-{cls.type}" for seed, _, cls, _ in SETTINGS]
+
+
+@pytest.mark.parametrize("case_id", EXPORTS)
+def test_our_export_resumed_by_the_sdk_shows_our_view(case_id, sdk):
+    """Our condensations, exported as an SDK folder and resumed by the SDK: same view (each new
+    summary replaced the previous one there too) and same messages."""
+    theirs = sdk["cases"][case_id]
+    assert "error" not in theirs, f"the SDK could not resume the export: {theirs.get('error')}"
+    conv = sdk["exported"][case_id]
+    view = conv.view()
+    (made,) = conv.store.db.execute("SELECT COUNT(*) FROM condensation WHERE conversation_id = ?", (conv.id,)).fetchone()
+    assert made >= 2  # several summaries, each replacing the one before
+    assert sum(1 for e in view.events if e.seq is None) == 1  # one summary, ours
+    assert [e.id for e in view.events] == theirs["view"]
+    assert view.unhandled_condensation_request == theirs["unhandled_condensation_request"]
+    for name, switches in sdk["switches"].items():
+        assert view.to_messages(**options(switches)) == theirs["messages"][name], name
