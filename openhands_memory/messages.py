@@ -1,19 +1,32 @@
-"""Events to provider messages, in the shape litellm takes.
+"""Events to provider messages, in the shape litellm takes, as the OpenHands SDK builds them.
 
-* the system prompt first (as the view has it);
-* one assistant message per parallel batch, with all its tool calls, and the batch's first
-  action's thought, thinking blocks and reasoning;
-* one tool message per result, placed right after its batch: a provider rejects a tool call
-  whose result does not follow it, so results are pulled forward past any event that sits
-  between (the SDK sends them in event order and can draw that rejection);
-* a summary as a user message; adjacent plain user messages merged into one.
+Two steps, as in the SDK (``events_to_messages`` then ``LLM.format_messages_for_llm``):
+
+1. **Turns** (:class:`Turn`, the SDK's ``Message``), built once per view and memoised:
+   * the system prompt (and its dynamic context as a second block);
+   * one assistant turn per parallel batch, with all its tool calls and the batch's first
+     action's thought, thinking blocks and reasoning;
+   * one tool turn per result, rendered per observation kind (:mod:`.observations`); a
+     rejection reads ``Action rejected: <reason>``; an agent error is its text;
+   * a summary as a user turn; adjacent plain user turns merged into one;
+   * **a difference kept on purpose**: each batch's results are placed right after it (in
+     event order), ahead of any event that sat between (the SDK sends them in event order, which providers reject
+     as "tool_use without tool_result"); a call without a result is left out.
+2. **Serialising** (:func:`serialize`) with the SDK's per-model switches (:class:`Options`):
+   vision (images kept or dropped), reasoning content (sent or not), cache markers (the
+   system prompt's first block and the last user/tool turn's last part), string content (the
+   text of each message joined into one string). Every tool text is capped at 50,000
+   characters keeping head and tail; an assistant turn with tool calls and no text omits
+   ``content``; an empty assistant message has content ``""``.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from . import observations
 from .events import (
     ActionEvent,
     AgentErrorEvent,
@@ -22,6 +35,7 @@ from .events import (
     Event,
     ImageContent,
     MessageEvent,
+    MessageToolCall,
     ObservationBase,
     ObservationEvent,
     RecallAction,
@@ -30,130 +44,134 @@ from .events import (
     TextContent,
     UserRejectObservation,
 )
+from .observations import Image, Part, Text
 
 Msg = dict[str, Any]
 
 
-def _parts(content: Sequence[Content]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+@dataclass(frozen=True)
+class Options:
+    """The SDK's per-model switches for a Chat Completions request.
+
+    The SDK takes them from the model (``LLM.vision_is_active()``,
+    ``is_caching_prompt_active()``, the model's ``send_reasoning_content`` and
+    ``force_string_serializer`` features). Without a model there is no SDK default; ours are
+    what this library always sent: images kept, reasoning content sent, no cache markers,
+    content as a list of parts.
+    """
+
+    vision: bool = True
+    reasoning_content: bool = True
+    cache_prompt: bool = False
+    string_content: bool = False
+
+
+DEFAULT = Options()
+
+
+@dataclass(slots=True)
+class Turn:
+    """One provider message before serialising (the SDK's ``Message``)."""
+
+    role: str
+    content: list[Part]
+    tool_calls: list[MessageToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning_content: str | None = None
+    thinking_blocks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def plain_user(self) -> bool:
+        return self.role == "user" and self.tool_calls is None and self.tool_call_id is None and self.name is None
+
+
+# --- events -> turns ------------------------------------------------------------------------
+
+
+def _parts(content: Sequence[Content]) -> list[Part]:
+    out: list[Part] = []
     for c in content:
         if isinstance(c, TextContent):
-            out.append({"type": "text", "text": c.text})
+            out.append(Text(c.text, c.cache_prompt))
         elif isinstance(c, ImageContent):
-            out.extend({"type": "image_url", "image_url": {"url": u}} for u in c.image_urls)
+            out.append(Image(list(c.image_urls), c.cache_prompt))
     return out
 
 
-def _text(text: str) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": text}]
+def _thinking(blocks: Sequence[Any]) -> list[dict[str, Any]]:
+    out = []
+    for b in blocks:
+        if b.type == "thinking":
+            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
+        else:
+            out.append({"type": b.type, "data": b.data})
+    return out
 
 
-def observation_text(e: ObservationEvent) -> list[dict[str, Any]]:
-    """An observation's content parts; tools that carry no ``content`` are shown as JSON."""
-    content = e.observation.get("content")
-    parts: list[dict[str, Any]] = []
-    if isinstance(content, list):
-        for item in content:
-            if isinstance(item, dict) and item.get("type", "text") == "text":
-                parts.append({"type": "text", "text": str(item.get("text", ""))})
-            elif isinstance(item, dict) and item.get("type") == "image":
-                parts.extend({"type": "image_url", "image_url": {"url": u}} for u in item.get("image_urls", []))
-    elif isinstance(content, str):
-        parts.append({"type": "text", "text": content})
-    else:
-        shown = {k: v for k, v in e.observation.items() if k != "kind"}
-        parts.append({"type": "text", "text": json.dumps(shown, ensure_ascii=False)})
-    return parts + _parts(e.extended_content)
-
-
-def result_message(e: ObservationBase) -> Msg:
+def result_turn(e: ObservationBase) -> Turn:
     if isinstance(e, ObservationEvent):
-        content = observation_text(e)
+        content = observations.render(e.observation) + _parts(e.extended_content)
     elif isinstance(e, UserRejectObservation):
-        content = _text(f"The user did not allow this action ({e.rejection_source}): {e.rejection_reason}")
+        content = [Text(f"Action rejected: {e.rejection_reason}")]
     elif isinstance(e, AgentErrorEvent):
-        content = _text(e.error)
+        content = [Text(e.error)]
     else:  # pragma: no cover - every result kind is handled above
-        content = _text("")
-    return {"role": "tool", "tool_call_id": e.tool_call_id, "name": e.tool_name, "content": content}
+        content = []
+    return Turn("tool", content, tool_call_id=e.tool_call_id, name=e.tool_name)
 
 
-def batch_message(batch: Sequence[ActionEvent]) -> Msg:
+def batch_turn(batch: Sequence[ActionEvent]) -> Turn:
     first = batch[0]
-    msg: Msg = {
-        "role": "assistant",
-        "content": _parts(first.thought) or None,
-        "tool_calls": [
-            {
-                "id": a.tool_call.id,
-                "type": "function",
-                "function": {"name": a.tool_call.name, "arguments": a.tool_call.arguments},
-            }
-            for a in batch
-        ],
-    }
-    if first.thinking_blocks:
-        msg["thinking_blocks"] = [b.model_dump(exclude_none=True) for b in first.thinking_blocks]
-    if first.reasoning_content:
-        msg["reasoning_content"] = first.reasoning_content
-    return msg
+    return Turn(
+        "assistant",
+        _parts(first.thought),
+        tool_calls=[a.tool_call for a in batch],
+        reasoning_content=first.reasoning_content,
+        thinking_blocks=_thinking(first.thinking_blocks),
+    )
 
 
-def single_message(e: Event) -> Msg | None:
+def single_turn(e: Event) -> Turn | None:
     if isinstance(e, SystemPromptEvent):
-        parts = _parts([e.system_prompt] + ([e.dynamic_context] if e.dynamic_context else []))
-        return {"role": "system", "content": parts}
+        return Turn("system", _parts([e.system_prompt] + ([e.dynamic_context] if e.dynamic_context else [])))
     if isinstance(e, MessageEvent):
         m = e.llm_message
-        msg: Msg = {"role": m.role, "content": _parts(list(m.content) + list(e.extended_content))}
-        if m.role == "assistant" and m.thinking_blocks:
-            msg["thinking_blocks"] = [b.model_dump(exclude_none=True) for b in m.thinking_blocks]
-        if m.role == "assistant" and m.reasoning_content:
-            msg["reasoning_content"] = m.reasoning_content
-        if m.name:
-            msg["name"] = m.name
-        return msg
+        return Turn(
+            m.role,
+            _parts(list(m.content) + list(e.extended_content)),
+            tool_calls=list(m.tool_calls) if m.tool_calls is not None else None,
+            tool_call_id=m.tool_call_id,
+            name=m.name,
+            reasoning_content=m.reasoning_content,
+            thinking_blocks=_thinking(m.thinking_blocks),
+        )
     if isinstance(e, CondensationSummaryEvent):
-        return {"role": "user", "content": _text(e.summary)}
+        return Turn("user", [Text(e.summary)])
     if isinstance(e, RecallObservation):
-        return {"role": "user", "content": _text(e.content)}
+        return Turn("user", [Text(e.content)])
     if isinstance(e, RecallAction):
         return None  # the legacy agent never showed its recall requests to the model
     return None
 
 
-def _is_plain_user(m: Msg) -> bool:
-    return m["role"] == "user" and not {"tool_calls", "tool_call_id", "name"} & m.keys()
-
-
-def _add(messages: list[Msg], msg: Msg) -> None:
-    if messages and _is_plain_user(messages[-1]) and _is_plain_user(msg):
-        messages[-1] = {**messages[-1], "content": messages[-1]["content"] + msg["content"]}
+def _add(turns: list[Turn], turn: Turn) -> None:
+    if turns and turns[-1].plain_user and turn.plain_user:
+        last = turns[-1]
+        turns[-1] = Turn(last.role, last.content + turn.content, reasoning_content=last.reasoning_content,
+                         thinking_blocks=last.thinking_blocks)
     else:
-        messages.append(msg)
+        turns.append(turn)
 
 
-def fresh(m: Msg) -> Msg:
-    """A copy of a message that shares no mutable part with the original (a caller may add
-    cache markers to what it is given without touching the view's memo)."""
-    out = dict(m)
-    if isinstance(m.get("content"), list):
-        out["content"] = [dict(p) for p in m["content"]]
-    if "tool_calls" in m:
-        out["tool_calls"] = [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]
-    if "thinking_blocks" in m:
-        out["thinking_blocks"] = [dict(b) for b in m["thinking_blocks"]]
-    return out
-
-
-def events_to_messages(events: Sequence[Event], after: Sequence[Msg] = ()) -> list[Msg]:
-    """The messages for ``events``; with ``after``, appended to those (merging at the seam)."""
+def events_to_turns(events: Sequence[Event], after: Sequence[Turn] = ()) -> list[Turn]:
+    """The turns for ``events``; with ``after``, appended to those (merging at the seam)."""
     results: dict[str, int] = {}
     for i, e in enumerate(events):
         if isinstance(e, ObservationBase):
             results.setdefault(e.tool_call_id, i)
     used: set[int] = set()
-    messages: list[Msg] = list(after)
+    turns: list[Turn] = list(after)
     i = 0
     while i < len(events):
         e = events[i]
@@ -169,19 +187,148 @@ def events_to_messages(events: Sequence[Event], after: Sequence[Msg] = ()) -> li
             # A call without a result would be rejected by the provider: leave it out.
             answered = [a for a in batch if a.tool_call_id in results]
             if answered:
-                _add(messages, batch_message(answered))
-                for a in answered:
-                    k = results[a.tool_call_id]
-                    if k not in used:
-                        used.add(k)
-                        _add(messages, result_message(events[k]))  # type: ignore[arg-type]
+                _add(turns, batch_turn(answered))
+                # In the order they happened (an invalid call's error comes before the
+                # results of the calls that ran, as the SDK sends them).
+                for k in sorted({results[a.tool_call_id] for a in answered} - used):
+                    used.add(k)
+                    _add(turns, result_turn(events[k]))  # type: ignore[arg-type]
             i = j
             continue
         if isinstance(e, ObservationBase):
             i += 1  # a result whose call is not in the view has nothing to answer
             continue
-        msg = single_message(e)
-        if msg is not None:
-            _add(messages, msg)
+        turn = single_turn(e)
+        if turn is not None:
+            _add(turns, turn)
         i += 1
-    return messages
+    return turns
+
+
+# --- turns -> provider messages -------------------------------------------------------------
+
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _cache_marks(turns: Sequence[Turn]) -> dict[int, dict[int, bool]]:
+    """The SDK's prompt-caching breakpoints: {turn index: {part index: marked}}."""
+    marks: dict[int, dict[int, bool]] = {}
+    if turns and turns[0].role == "system" and turns[0].content:
+        marks[0] = {0: True}
+        if len(turns[0].content) >= 2:
+            marks[0][1] = False  # the dynamic context stays unmarked (shared static prefix)
+    for i in range(len(turns) - 1, -1, -1):
+        if turns[i].role in ("user", "tool"):
+            if turns[i].content:
+                marks.setdefault(i, {})[len(turns[i].content) - 1] = True
+            break
+    return marks
+
+
+def _tool_text(text: str) -> str:
+    return observations.truncate(text, observations.TEXT_LIMIT)
+
+
+def serialize(turn: Turn, options: Options = DEFAULT, marks: dict[int, bool] | None = None) -> Msg:
+    """One turn as the SDK's ``Message.to_chat_dict`` writes it for these switches."""
+    marks = marks or {}
+    has_image = any(isinstance(p, Image) for p in turn.content)
+    msg: Msg
+    if not options.string_content or (options.vision and has_image):
+        content: list[dict[str, Any]] = []
+        tool_cached = False
+        for j, p in enumerate(turn.content):
+            cached = marks.get(j, p.cache)
+            if cached and turn.role == "tool":
+                tool_cached = True  # litellm wants a tool message's marker on the message
+            if isinstance(p, Text):
+                items: list[dict[str, Any]] = [{"type": "text", "text": _tool_text(p.text) if turn.role == "tool" else p.text}]
+            else:
+                if not options.vision:
+                    continue  # with vision off, images are dropped
+                items = [{"type": "image_url", "image_url": {"url": u}} for u in p.urls]
+            if cached and items and turn.role != "tool":
+                items[-1]["cache_control"] = dict(_EPHEMERAL)
+            content.extend(items)
+        msg = {"content": content, "role": turn.role}
+        if tool_cached:
+            msg["cache_control"] = dict(_EPHEMERAL)
+        if turn.role == "assistant" and turn.thinking_blocks:
+            msg["thinking_blocks"] = [dict(b) for b in turn.thinking_blocks]
+    else:
+        text = "\n".join(p.text for p in turn.content if isinstance(p, Text))
+        msg = {"content": _tool_text(text) if turn.role == "tool" else text, "role": turn.role}
+
+    if turn.role == "assistant" and turn.tool_calls:
+        msg["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in turn.tool_calls
+        ]
+        _drop_empty_text(msg)
+    elif turn.role == "assistant" and msg.get("content") == []:
+        msg["content"] = ""
+    if turn.role == "tool" and turn.tool_call_id is not None:
+        msg["tool_call_id"] = turn.tool_call_id
+        msg["name"] = turn.name
+    if options.reasoning_content and turn.reasoning_content:
+        msg["reasoning_content"] = turn.reasoning_content
+    return msg
+
+
+def _drop_empty_text(msg: Msg) -> None:
+    """An assistant tool-call message: blank text parts go, and ``content`` if nothing is left."""
+    content = msg.get("content")
+    if isinstance(content, str):
+        if not content.strip():
+            del msg["content"]
+        return
+    kept = [c for c in content or [] if not (c.get("type") == "text" and not c["text"].strip())]
+    if kept:
+        msg["content"] = kept
+    else:
+        msg.pop("content", None)
+
+
+def turns_to_messages(turns: Sequence[Turn], options: Options = DEFAULT) -> list[Msg]:
+    marks = _cache_marks(turns) if options.cache_prompt else {}
+    return [serialize(t, options, marks.get(i)) for i, t in enumerate(turns)]
+
+
+def events_to_messages(events: Sequence[Event], options: Options = DEFAULT) -> list[Msg]:
+    """The provider messages for ``events`` (a view's events, in order)."""
+    return turns_to_messages(events_to_turns(events), options)
+
+
+# --- one event's messages (token counting) ---------------------------------------------------
+
+
+def result_message(e: ObservationBase) -> Msg:
+    return serialize(result_turn(e))
+
+
+def batch_message(batch: Sequence[ActionEvent]) -> Msg:
+    return serialize(batch_turn(batch))
+
+
+def single_message(e: Event) -> Msg | None:
+    turn = single_turn(e)
+    return serialize(turn) if turn is not None else None
+
+
+def observation_text(e: ObservationEvent) -> list[dict[str, Any]]:
+    """An observation's stored content parts (what the tool returned, not rendered); tools
+    that carry no ``content`` are shown as JSON. The summarizers read this."""
+    content = e.observation.get("content")
+    parts: list[dict[str, Any]] = []
+    if isinstance(content, list):
+        for item in content:
+            if isinstance(item, dict) and item.get("type", "text") == "text":
+                parts.append({"type": "text", "text": str(item.get("text", ""))})
+            elif isinstance(item, dict) and item.get("type") == "image":
+                parts.extend({"type": "image_url", "image_url": {"url": u}} for u in item.get("image_urls", []))
+    elif isinstance(content, str):
+        parts.append({"type": "text", "text": content})
+    else:
+        shown = {k: v for k, v in e.observation.items() if k != "kind"}
+        parts.append({"type": "text", "text": json.dumps(shown, ensure_ascii=False)})
+    return parts + [{"type": "text", "text": c.text} for c in e.extended_content]

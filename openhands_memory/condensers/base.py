@@ -160,6 +160,11 @@ class RollingCondenser(Condenser):
     hard_fallback: str = "raise"
 
     summary_slot: ClassVar[int] = 0  # 1 for strategies that add a summary
+    # The SDK's rule (LLMSummarizingCondenser): a request on a view too short for
+    # ``len//2 - keep_first - slot`` gives a negative tail, which has no cut, so a hard
+    # requirement falls back to a hard reset. False: the tail is clamped at zero (forget all
+    # after the protected head), as the legacy strategies did.
+    negative_tail_resets: ClassVar[bool] = False
     hard_fallbacks: ClassVar[tuple[str, ...]] = ("raise", "reset")
 
     def __post_init__(self) -> None:
@@ -261,7 +266,10 @@ class RollingCondenser(Condenser):
             candidates.append(self.max_size // 2 - self.keep_first - slot)
         if Reason.TOKENS in reasons:
             candidates.append(self._token_tail(view))
-        return max(0, min(candidates)) if candidates else len(view)
+        if not candidates:
+            return len(view)
+        tail = min(candidates)
+        return tail if self.negative_tail_resets else max(0, tail)
 
     def _token_tail(self, view: View) -> int:
         """The longest tail whose tokens, with the kept head, fit in half the limit."""
@@ -278,7 +286,13 @@ class RollingCondenser(Condenser):
 
     def cut(self, view: View, reasons: set[Reason]) -> tuple[int, int]:
         """The ``[start, end)`` positions to forget, at manipulation indices."""
-        naive_end = len(view) - self.tail_length(view, reasons)
+        tail = self.tail_length(view, reasons)
+        if tail < 0:
+            raise NoCondensationAvailable(
+                f"the view is too short to condense as asked: the tail to keep would be {tail} "
+                f"events (len // 2 - keep_first{' - 1' if self.summary_slot else ''})"
+            )
+        naive_end = len(view) - tail
         start = view.find_next(max(self.keep_first, system_floor(view)))
         end = view.find_next(naive_end)
         if start is None or end is None:

@@ -12,7 +12,8 @@ from .observation_masking import masked
 
 
 def omitted(url: str) -> str:
-    return f"Visited {url or 'a page'} (page content left out to save context)"
+    """The text legacy OpenHands puts in place of a page (its BrowserOutputCondenser)."""
+    return f"Visited URL {url}\nContent omitted"
 
 
 @dataclass

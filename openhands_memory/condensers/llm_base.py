@@ -156,6 +156,7 @@ class SummarizingCondenser(LLMCondenser):
     minimum_progress: float = 0.1
 
     summary_slot: ClassVar[int] = 1
+    negative_tail_resets: ClassVar[bool] = True  # as the SDK: a negative tail is a hard reset
 
     def previous_summary(self, view: View) -> str | None:
         s = view.summary_event

@@ -12,11 +12,25 @@ gives each event the id in its file name (the SDK's log index), so ids are 0, 1,
 store wants. A folder whose indexes have a gap or a repeat is refused, naming the files: the
 SDK itself would silently stop reading at a gap.
 
-Export writes the same layout. Our own Condensations forget id *ranges*; the SDK knows only
-``forgotten_event_ids``, so each recorded range becomes the external ids of every event in
-it, the ``forgotten_ranges`` key is dropped and ``llm_response_id`` (required by the SDK) is
-set. Importing the folder again therefore records the very same ranges. Imported SDK
-Condensations are written back byte for byte.
+Export writes the same layout, so that the SDK's view of the folder (``View.from_events``)
+equals ours:
+
+* Our own Condensations forget id *ranges*; the SDK knows only ``forgotten_event_ids``, so
+  each recorded range becomes the external ids of every event in it, the
+  ``forgotten_ranges`` key is dropped and ``llm_response_id`` (required by the SDK) is set.
+  Importing the folder again therefore records the very same ranges.
+* In our view a new summary replaces the previous one; the SDK keeps a summary until a
+  condensation forgets ``<its condensation id>-summary``. So a condensation of ours that
+  brings a summary also forgets the previous summary's id.
+* Imported SDK Condensations are written back byte for byte.
+
+``base_state.json`` is what the SDK resumes a conversation from (``ConversationState``: the
+id, a UUID; the agent with its tools; the workspace). An imported one is written back as it
+was. Otherwise (a conversation appended here or imported from JSONL or a legacy trajectory)
+we write the least the SDK accepts: a UUID (the conversation's id if it is one, else a UUID
+derived from it), an ``Agent`` listing the tools the history used, a local workspace. The
+model there is a placeholder, so the export says plainly that resuming needs the caller's
+own Agent (whose tools must include those).
 """
 
 from __future__ import annotations
@@ -25,6 +39,7 @@ import json
 import os
 import re
 import shutil
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -56,8 +71,12 @@ class SdkFolder:
 
     @property
     def conversation_id(self) -> str:
-        """``base_state.json``'s id, else the folder's name."""
+        """The id we exported it under (a tag in ``base_state.json``), else ``base_state.json``'s
+        id, else the folder's name."""
         if self.base_state is not None:
+            tags = self.base_state.get("tags")
+            if isinstance(tags, dict) and isinstance(tags.get(ID_TAG), str) and tags[ID_TAG]:
+                return tags[ID_TAG]
             cid = self.base_state.get("id")
             if isinstance(cid, str) and cid:
                 return cid
@@ -203,13 +222,22 @@ def event_rows(conversation: "Conversation", page: int = 2000) -> Iterator[tuple
         cursor = rows[-1][0] + 1
 
 
-def sdk_condensation(payload: str, seq: int, runs: list[ranges.Run], uids: list[str]) -> str:
-    """A stored Condensation's JSON as the SDK writes it (see the module's docstring)."""
+def sdk_condensation(
+    payload: str, seq: int, runs: list[ranges.Run], uids: list[str], previous_summary: str | None = None
+) -> str:
+    """A stored Condensation's JSON as the SDK writes it (see the module's docstring).
+
+    ``previous_summary``: the id of the summary in the view before this condensation
+    (``<condensation id>-summary``); a condensation of ours that brings a summary forgets it.
+    """
     data = json.loads(payload)
     if "forgotten_ranges" not in data and data.get("llm_response_id"):
         return payload  # already in the SDK's shape (imported from a folder): keep its bytes
     data.pop("forgotten_ranges", None)
     ids = list(data.get("forgotten_event_ids") or [])
+    if previous_summary and data.get("summary") is not None and data.get("summary_offset") is not None:
+        if previous_summary not in ids:
+            ids.append(previous_summary)
     known = set(ids)
     for s, e in ranges.merge(runs):
         for i in range(s, e + 1):
@@ -243,11 +271,19 @@ def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
         events_dir.mkdir()
         uids: list[str] = []
         foreign_kinds: set[str] = set()
+        tools: dict[str, None] = {}
         odd_names = 0
+        summary_id: str | None = None  # the summary our view shows at this point
         for seq, uid, kind, payload in event_rows(conversation):
             uids.append(uid)
             if kind == "Condensation":
-                payload = sdk_condensation(payload, seq, runs_of.get(seq, []), uids)
+                written = sdk_condensation(payload, seq, runs_of.get(seq, []), uids, summary_id)
+                data = json.loads(payload)
+                if data.get("summary") is not None and data.get("summary_offset") is not None:
+                    summary_id = f"{uid}-summary"
+                payload = written
+            elif kind == "ActionEvent":
+                tools.setdefault(json.loads(payload).get("tool_name", ""), None)
             if kind in NON_SDK_KINDS:
                 foreign_kinds.add(kind)
             name = FILE_NAME.format(index=seq, id=uid)
@@ -257,7 +293,11 @@ def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
                 f.write(payload)
         (events_dir / f".eventlog-len-{len(uids)}.marker").touch()
         state = dict((conversation.metadata.get("openhands") or {}).get("base_state") or {})
-        state["id"] = conversation.id
+        if state:
+            state.setdefault("id", conversation.id)
+        else:
+            state = resumable_state(conversation.id, [t for t in tools if t])
+            result.notes.append(resume_note(conversation.id, state))
         (work / BASE_STATE).write_text(json.dumps(state, ensure_ascii=False, separators=(",", ":")))
         if target.exists():
             target.rmdir()
@@ -276,3 +316,43 @@ def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
             "(openhands-memory imports them)"
         )
     return result
+
+
+# The SDK's built-in tools, which every Agent has unless told otherwise (include_default_tools).
+BUILTIN_TOOLS = frozenset({"finish", "think"})
+ID_TAG = "openhandsmemoryid"  # our conversation id, when the SDK's (a UUID) differs
+_UUID_NAMESPACE = uuid.UUID("5b0f5d1e-6f0e-4c4b-9a51-0e2a4f6d7c11")
+
+
+def sdk_conversation_id(conversation_id: str) -> str:
+    """The SDK's conversation ids are UUIDs: ours if it is one, else one derived from it."""
+    try:
+        return str(uuid.UUID(conversation_id))
+    except ValueError:
+        return str(uuid.uuid5(_UUID_NAMESPACE, conversation_id))
+
+
+def resumable_state(conversation_id: str, tools: list[str]) -> dict[str, Any]:
+    """The least ``base_state.json`` the SDK's ``ConversationState`` accepts on resume."""
+    return {
+        "id": sdk_conversation_id(conversation_id),
+        "agent": {
+            "kind": "Agent",
+            "llm": {"model": "openhands-memory/unknown-model", "usage_id": "agent"},
+            "tools": [{"name": t, "params": {}} for t in tools if t not in BUILTIN_TOOLS],
+        },
+        "workspace": {"kind": "LocalWorkspace", "working_dir": "."},
+        "execution_status": "idle",
+        # The SDK's tag keys are lowercase alphanumeric; values up to 256 characters.
+        **({"tags": {ID_TAG: conversation_id}} if len(conversation_id) <= 256 else {}),
+    }
+
+
+def resume_note(conversation_id: str, state: dict[str, Any]) -> str:
+    tools = ", ".join(t["name"] for t in state["agent"]["tools"]) or "none"
+    renamed = "" if state["id"] == conversation_id else f" under the id {state['id']} (the SDK needs a UUID)"
+    return (
+        "base_state.json was not imported with this conversation, so it was written by openhands-memory"
+        f"{renamed}: the SDK can resume it, but only with an Agent you pass in (its model here is a "
+        f"placeholder) whose tools include: {tools}"
+    )

@@ -41,7 +41,7 @@ class View:
     _indices: ManipulationIndices | None = field(default=None, repr=False, compare=False)
     # Messages are built once per view; a view extended from another (see ViewCache) builds
     # only its new events' messages on top of the other's.
-    _messages: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    _messages: list[Any] | None = field(default=None, repr=False, compare=False)  # messages.Turn
     _base: "View | None" = field(default=None, repr=False, compare=False)
 
     # --- list-like -------------------------------------------------------------------
@@ -97,18 +97,44 @@ class View:
             conversation=self.conversation,
         )
 
-    def to_messages(self) -> list[dict[str, Any]]:
-        """The provider messages for this view (a fresh copy on every call: mutate freely)."""
-        from ..messages import events_to_messages, fresh
+    def to_messages(
+        self,
+        *,
+        vision: bool = True,
+        reasoning_content: bool = True,
+        cache_prompt: bool = False,
+        string_content: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The provider messages for this view, as the OpenHands SDK formats them for a
+        Chat Completions model (a fresh list on every call: mutate freely).
+
+        The switches are the SDK's per-model ones, which it reads from the model; here the
+        caller says what the model supports. The defaults (the SDK has none without a model)
+        are what this library always sent:
+
+        * ``vision`` (default True): images are sent; with False they are dropped;
+        * ``reasoning_content`` (default True): an assistant turn's ``reasoning_content`` is
+          sent (the SDK sends it only for models that need it back, e.g. kimi-k2-thinking);
+        * ``cache_prompt`` (default False): the SDK's prompt-caching markers (the system
+          prompt's first block, the last user or tool message);
+        * ``string_content`` (default False): each message's text joined into one string,
+          for providers that take no list (images are still sent as parts with ``vision``).
+
+        Tool results are rendered per observation kind and capped at 50,000 characters, as
+        the SDK does; unlike the SDK, each batch's results follow it directly (see
+        docs/architecture.md).
+        """
+        from ..messages import Options, events_to_turns, turns_to_messages
 
         if self._messages is None:
             base = self._base
             if base is not None and base._messages is not None:
-                self._messages = events_to_messages(self.events[len(base.events):], after=base._messages)
+                self._messages = events_to_turns(self.events[len(base.events):], after=base._messages)
             else:
-                self._messages = events_to_messages(self.events)
+                self._messages = events_to_turns(self.events)
             self._base = None
-        return [fresh(m) for m in self._messages]
+        options = Options(vision, reasoning_content, cache_prompt, string_content)
+        return turns_to_messages(self._messages, options)
 
     # --- construction ----------------------------------------------------------------
 
