@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("condensers, io, inspection", (
         "condensers", "summarizers", "llm", "config", "condense", "io", "inspection", "integrations", "data",
     )),
-    ("conversation and view", ("store", "view", "messages", "tokens")),
+    ("conversation and view", ("store", "view", "messages", "observations", "tokens")),
     ("storage", ("storage", "database", "migrate", "migrations")),
     ("events and schema", ("events", "errors", "schema", "ranges")),
 ]

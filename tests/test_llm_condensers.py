@@ -561,7 +561,8 @@ def fault_setup(conv, llm_server, strategy: str, mode: str, **kw: Any):
     else:
         agent.grow_to(14, 20)
         conv.request_condensation()
-    config = make_config(llm_server, timeout=0.3, num_retries=NUM_RETRIES)
+    # 1 s: long enough for an answer on a loaded machine, short of the "slow" fault's 2 s.
+    config = make_config(llm_server, timeout=1.0, num_retries=NUM_RETRIES)
     condenser = make_condenser(
         strategy, config, max_size=20, keep_first=2,
         hard_context_reset_max_retries=RESET_RETRIES,
@@ -678,7 +679,7 @@ def test_token_trigger_is_hard(store, conv, llm_server):
     agent.start()
     agent.grow_to(14, 20)
     condenser = LLMSummarizingCondenser(
-        llm_config=make_config(llm_server, timeout=0.3, num_retries=NUM_RETRIES),
+        llm_config=make_config(llm_server, timeout=1.0, num_retries=NUM_RETRIES),
         max_size=1000, keep_first=2, tokenizer="chars/4", max_tokens=600,
     )
     assert condenser.view_tokens(conv.view()) > 600  # counts are cached in the rows now
