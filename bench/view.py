@@ -52,7 +52,6 @@ from bench.common import (  # noqa: E402
     ratio_figure,
     work_copy,
 )
-from bench.report import table  # noqa: E402
 from bench.step import run_steps  # noqa: E402
 from openhands_memory.store import EventStore  # noqa: E402
 

@@ -16,7 +16,6 @@ Sources and how they were adapted:
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import random
 import time

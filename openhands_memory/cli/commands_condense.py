@@ -215,7 +215,7 @@ def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: boo
             result = run(conv, condenser, dry_run=dry_run)
         except ModelNotCalled:
             result = None
-        except SummarizerFailed as e:  # a hard requirement whose fallback is "raise"
+        except SummarizerFailed:  # a hard requirement whose fallback is "raise"
             result = None
             if not _model_trouble(condenser)[0]:
                 raise

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 import click
 
 from . import output_format
-from .opening import is_url, open_reader, open_store, writing_store
+from .opening import is_url, open_reader, writing_store
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number
 
 # --- init ------------------------------------------------------------------------------------

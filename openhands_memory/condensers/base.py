@@ -15,7 +15,7 @@ import dataclasses
 import enum
 import logging
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from ..errors import ConfigError, NoCondensationAvailable
