@@ -6,6 +6,7 @@ Rows stream a page at a time: a history of a million events is listed in bounded
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
@@ -42,25 +43,35 @@ class HistoryRow:
 
 def first_hiders(forgotten: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """(start, end, condensation) runs from (condensation, start, end) ranges: each id under
-    the first condensation that hid it."""
+    the first condensation that hid it. The runs hidden so far are kept as sorted starts and
+    ends, and each new range is placed by bisection: n log n, where a scan of every earlier
+    run for every range took minutes at a million events."""
     by_cond: dict[int, list[ranges.Run]] = {}
     for cond, start, end in forgotten:
         by_cond.setdefault(cond, []).append((start, end))
     out: list[tuple[int, int, int]] = []
-    hidden: list[ranges.Run] = []
+    starts: list[int] = []
+    ends: list[int] = []
     for cond in sorted(by_cond):
-        runs = ranges.merge(by_cond[cond])
-        for s, e in runs:
-            cur = s
-            for hs, he in hidden:
-                if he < cur or hs > e:
-                    continue
-                if hs > cur:
-                    out.append((cur, hs - 1, cond))
-                cur = max(cur, he + 1)
+        for s, e in ranges.merge(by_cond[cond]):
+            i = bisect.bisect_left(ends, s)  # the first run that ends at or after s
+            j, cur = i, s
+            while j < len(starts) and starts[j] <= e:  # runs overlapping [s, e]: not new
+                if starts[j] > cur:
+                    out.append((cur, starts[j] - 1, cond))
+                cur = max(cur, ends[j] + 1)
+                j += 1
             if cur <= e:
                 out.append((cur, e, cond))
-        hidden = ranges.merge(hidden, runs)
+            lo = min(s, starts[i]) if i < j else s
+            hi = max(e, ends[j - 1]) if i < j else e
+            if i > 0 and ends[i - 1] == lo - 1:  # join a run that ends just before
+                i -= 1
+                lo = starts[i]
+            if j < len(starts) and starts[j] == hi + 1:  # and one that starts just after
+                hi = ends[j]
+                j += 1
+            starts[i:j], ends[i:j] = [lo], [hi]
     return sorted(out)
 
 
