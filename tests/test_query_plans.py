@@ -36,7 +36,8 @@ TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "conversatio
 
 
 class Recorder:
-    """Stands in for the store's connection and records what is executed through it."""
+    """Stands in for a store's connection (sqlite3 or psycopg) and records what is executed
+    through it."""
 
     def __init__(self, db: sqlite3.Connection):
         self._db = db
@@ -273,21 +274,6 @@ def test_view_statements_use_their_index(files, which, tmp_path):
 # --- PostgreSQL -------------------------------------------------------------------------------
 
 
-class PgRecorder:
-    """Stands in for a psycopg connection and records what is executed through it."""
-
-    def __init__(self, conn: Any):
-        self._conn = conn
-        self.statements: list[tuple[str, tuple]] = []
-
-    def execute(self, sql: str, params: Any = ()) -> Any:
-        self.statements.append((sql, tuple(params)))
-        return self._conn.execute(sql, params)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
-
-
 @pytest.fixture(scope="module")
 def pg_file(postgres_database_factory) -> str:
     """A realistic PostgreSQL database, with planner statistics."""
@@ -338,12 +324,12 @@ def test_postgres_hot_statements_use_indexes(pg_file, work, postgres_database_fa
     url = postgres_database_factory(template=pg_file)
     store = EventStore(url)
     session = store.recorder.session()
-    recorder = PgRecorder(session.conn)
+    recorder = Recorder(session.conn)
     session.conn = recorder  # type: ignore[assignment]
     try:
         work(store)
     finally:
-        session.conn = recorder._conn
+        session.conn = recorder._db
         store.close()
     checked = 0
     with psycopg.connect(url, autocommit=True) as conn:
