@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from sqlalchemy import JSON, BigInteger, Column, ForeignKeyConstraint, Index, Text, text
+from sqlalchemy import JSON, BigInteger, Column, ForeignKeyConstraint, Index, LargeBinary, Text, text
 from sqlmodel import Field, SQLModel
 
 
@@ -25,6 +25,9 @@ class ConversationRow(SQLModel, table=True):
     version: int = Field(
         default=0, sa_column=Column("version", BigInteger, nullable=False, server_default="0")
     )
+    # The OpenHands SDK's base_state.json, byte for byte, for a conversation persisted through
+    # DatabaseFileStore (revision 0005); NULL otherwise.
+    base_state: Optional[str] = Field(default=None, sa_column=Column("base_state", Text, nullable=True))
 
 
 # The kinds a tool loop is made of (``history.TOOL_KINDS``; a test keeps them equal). A row
@@ -198,3 +201,21 @@ class LLMCallRow(SQLModel, table=True):
 
 
 llm_call_table = LLMCallRow.__table__
+
+
+class ConversationFileRow(SQLModel, table=True):
+    """A file an OpenHands SDK conversation wrote through DatabaseFileStore that is neither an
+    event nor base_state.json (revision 0005). ``path`` is relative to the conversation."""
+
+    __tablename__ = "conversation_file"
+    __table_args__ = (
+        ForeignKeyConstraint(["conversation_id"], ["conversation.id"], ondelete="CASCADE"),
+    )
+
+    conversation_id: str = Field(primary_key=True)
+    path: str = Field(primary_key=True)
+    content: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    updated_at: str = Field(description="ISO 8601, UTC")
+
+
+conversation_file_table = ConversationFileRow.__table__

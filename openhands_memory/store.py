@@ -214,15 +214,17 @@ class Conversation:
         self.committed(events, seqs)
         return seqs
 
-    def insert(self, db: Session, events: list[Event]) -> list[int]:
+    def insert(self, db: Session, events: list[Event], payloads: Sequence[str] | None = None) -> list[int]:
         """Insert inside the caller's write transaction (begun with this conversation's id);
-        returns the ids given. Call ``committed`` once the transaction has committed."""
+        returns the ids given. Call ``committed`` once the transaction has committed.
+        ``payloads``: each event's JSON as the caller holds it (kept byte for byte)."""
         first = self._next_id(db)
         seqs = list(range(first, first + len(events)))
         counted = self._counting()
+        texts = payloads if payloads is not None else [None] * len(events)
         db.insert_events([
-            event_row(self.id, s, e, tokens=counted.count_new(e) if counted is not None else None)
-            for s, e in zip(seqs, events)
+            event_row(self.id, s, e, p, tokens=counted.count_new(e) if counted is not None else None)
+            for s, e, p in zip(seqs, events, texts)
         ])
         for seq, event in zip(seqs, events):
             if isinstance(event, Condensation):

@@ -1,0 +1,1 @@
+"""Adapters that plug this library into agent frameworks (each an optional extra)."""
