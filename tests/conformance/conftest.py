@@ -18,6 +18,7 @@ import pytest
 
 from openhands_memory.store import EventStore
 
+from ..sdk_env import sdk_python, sdk_venv
 from . import exports
 from .trajectories import CONFIGS, all_cases
 
@@ -30,20 +31,13 @@ SAVE_DIR = "observations"  # relative: the runner writes saved outputs under its
 CASES = all_cases(SAVE_DIR)
 
 
-def sdk_python() -> Path | None:
-    venv = Path(os.environ.get("OHM_SDK_VENV") or REPO / ".venv-sdk")
-    python = venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
-    return python if python.exists() else None
-
-
 @pytest.fixture(scope="session")
 def sdk(tmp_path_factory) -> dict:
     """The SDK's answers for every case: {"switches": ..., "cases": {id: ...}}."""
     python = sdk_python()
     if python is None:
-        where = os.environ.get("OHM_SDK_VENV") or REPO / ".venv-sdk"
         message = (
-            f"no OpenHands SDK environment at {where}: create it with "
+            f"no OpenHands SDK environment at {sdk_venv()}: create it with "
             f"`python3.12 -m venv .venv-sdk && .venv-sdk/bin/pip install -r tests/conformance/requirements.txt` "
             f"(or point OHM_SDK_VENV at one)"
         )
