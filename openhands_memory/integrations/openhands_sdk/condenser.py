@@ -61,7 +61,7 @@ class SDKCondenser(CondenserBase):
 
     @classmethod
     def from_condenser(cls, strategy: Condenser) -> SDKCondenser:
-        made = cls(settings=strategy.config())
+        made = cls(settings=_section(strategy.config()))
         made._strategy = strategy
         return made
 
@@ -100,6 +100,16 @@ class SDKCondenser(CondenserBase):
             events.append(mine)
         self._ours = kept  # only what is still in view
         return View(events=events, unhandled_condensation_request=view.unhandled_condensation_request)
+
+
+def _section(config: Any) -> Any:
+    """A strategy's ``config()`` as a TOML section: unset (None) settings are left out, as a
+    TOML file leaves them out (TOML has no null)."""
+    if isinstance(config, dict):
+        return {k: _section(v) for k, v in config.items() if v is not None}
+    if isinstance(config, list):
+        return [_section(v) for v in config]
+    return config
 
 
 def _sdk_condensation(cond: Condensation, view: SDKView) -> SDKCondensation:
