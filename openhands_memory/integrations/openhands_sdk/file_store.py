@@ -32,10 +32,11 @@ from typing import Any
 
 from openhands.sdk.io import FileStore
 
-from ...events import Event, event_from_json
+from ...condense import record_calls
+from ...events import Condensation, Event, event_from_json
 from ...storage import Session
 from ...store import Conversation, EventStore
-from . import paths
+from . import handoff, paths
 from .paths import BaseState, EventFile, EventsDir, LengthMarker, LockFile, OtherFile, Root
 
 BLOCK = 256  # events read per statement when the SDK reads the log one file at a time
@@ -145,6 +146,9 @@ class DatabaseFileStore(FileStore):
 
     def _write_event(self, index: int, uid: str, text: str) -> None:
         event = event_from_json(text)
+        made = handoff.take(event.id) if isinstance(event, Condensation) else None
+        if made is not None and made.note is not None:
+            event = event.with_note(made.note)  # type: ignore[union-attr]
         if event.id != uid:
             raise ValueError(f"events/{paths.EVENT_NAME.format(index=index, uid=uid)}: the event's id is {event.id}")
         with self._writing() as db:
@@ -158,6 +162,8 @@ class DatabaseFileStore(FileStore):
                     f"event {index} would leave a gap: conversation {self.conversation_id} has {last + 1} events"
                 )
             seqs = self.conversation.insert(db, [event], [text])
+            if made is not None and made.calls:
+                record_calls(db, self.conversation_id, made.calls, seqs[0])
             self._committed.append(([event], seqs))
         self._remember(index, uid, text)
 
