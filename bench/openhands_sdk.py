@@ -42,7 +42,7 @@ import logging  # noqa: E402
 
 from openhands.sdk import LLM, Agent  # noqa: E402
 from openhands.sdk.conversation.state import ConversationState  # noqa: E402
-from openhands.sdk.event import ActionEvent, MessageEvent, ObservationEvent, SystemPromptEvent  # noqa: E402
+from openhands.sdk.event import ActionEvent, Event, MessageEvent, ObservationEvent, SystemPromptEvent  # noqa: E402
 from openhands.sdk.io import LocalFileStore  # noqa: E402
 from openhands.sdk.llm import Message, MessageToolCall, TextContent  # noqa: E402
 from openhands.sdk.tool.builtins.think import ThinkAction, ThinkObservation  # noqa: E402
@@ -164,7 +164,7 @@ def main() -> None:
                 return DatabaseFileStore(url, cid)
 
             stores["PostgreSQL (DatabaseFileStore)"] = pg_store
-        rows = []
+        rows, parses = [], []
         for n in sizes:
             for name, make in stores.items():
                 cid = uuid.uuid4()
@@ -192,10 +192,16 @@ def main() -> None:
                     disk,
                 ])
                 say(f"  {n:,} events, {name}: done (load {load()})")
+            # The part of a resume no store can save: the SDK parsing every event's JSON.
+            texts = [e.model_dump_json(exclude_none=True) for e in state.events]
+            parse = [timed(lambda: [Event.model_validate_json(t) for t in texts]) for _ in range(args.repeats)]
+            parses.append(f"{n:,} events: {statistics.median(w for w, _ in parse) * 1e3:.0f} ms")
         print()
         print(table(["events", "store", "step ms wall/CPU", "resume ms wall/CPU", "disk"], rows))
         print(f"\nmedians of {args.repeats} runs; a step appends an action and its observation and saves "
               f"base_state.json ({STEPS_PER_RUN} steps a run)")
+        say("of a resume, the SDK's own parsing of the events' JSON (Event.model_validate_json) "
+            f"takes {'; '.join(parses)}")
         say(f"load after: {load()}")
     finally:
         if server is not None:

@@ -59,6 +59,7 @@ class DatabaseFileStore(FileStore):
         self._held: Session | None = None  # the write transaction lock() holds
         self._committed: list[tuple[list[Event], list[int]]] = []  # to give the cache on commit
         self._blocks: OrderedDict[int, dict[int, tuple[str, str]]] = OrderedDict()
+        self._exists = False  # the conversation is known to exist (set on first write)
 
     def close(self) -> None:
         self.store.close()
@@ -87,9 +88,12 @@ class DatabaseFileStore(FileStore):
             self.conversation.committed(events, seqs)
 
     def _ensure_conversation(self, db: Session) -> None:
+        if self._exists:  # conversations are deleted only by this store's delete("")
+            return
         if not db.conversation_exists(self.conversation_id):
             now = datetime.now(timezone.utc).isoformat()
             db.insert_conversation(self.conversation_id, now, {"created_by": "openhands-sdk"})
+        self._exists = True
 
     @contextmanager
     def _reading(self) -> Iterator[Session]:
@@ -177,8 +181,11 @@ class DatabaseFileStore(FileStore):
                     raise FileNotFoundError(path)
                 return text
             case EventFile(index=index, uid=uid):
-                with self._reading() as db:
-                    found = self._event_text(db, index)
+                with self._guard:
+                    found = self._cached(index)
+                    if found is None:
+                        with self._reading() as db:
+                            found = self._event_text(db, index)
                 if found is None or found[0] != uid:
                     raise FileNotFoundError(path)
                 return found[1]
@@ -228,6 +235,7 @@ class DatabaseFileStore(FileStore):
                     with self.store.writing() as db:
                         db.delete_conversation(self.conversation_id)
                     self._blocks.clear()
+                    self._exists = False
                     self.conversation.views.clear()
             case OtherFile(path=clean):
                 with self._writing() as db:
@@ -265,6 +273,10 @@ class DatabaseFileStore(FileStore):
         return f"{self.store.location.label}#{self.conversation_id}/{paths.normalize(path)}"
 
     # --- reading the log ---------------------------------------------------------------
+
+    def _cached(self, index: int) -> tuple[str, str] | None:
+        block = self._blocks.get(index - index % BLOCK)
+        return None if block is None else block.get(index)
 
     def _event_text(self, db: Session, index: int) -> tuple[str, str] | None:
         """(uid, payload) of event ``index``. The SDK reads its log one file at a time (forward
