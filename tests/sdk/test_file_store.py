@@ -133,3 +133,14 @@ def test_deleting_the_conversation_folder_deletes_the_conversation(fs, database_
     assert not fs.exists("") and not fs.exists("base_state.json")
     with EventStore(database_url) as store:
         assert fs.conversation_id not in store
+
+
+def test_a_refused_first_write_leaves_nothing_and_the_next_one_works(fs, database_url):
+    e = message("a")
+    with pytest.raises(ValueError, match="gap"):
+        fs.write(f"events/event-00001-{e.id}.json", e.model_dump_json())
+    with EventStore(database_url) as store:
+        assert fs.conversation_id not in store  # the conversation it began to create is gone
+    fs.write("base_state.json", "{}")
+    fs.write(f"events/event-00000-{e.id}.json", e.model_dump_json())
+    assert fs.list("events") == [f"events/event-00000-{e.id}.json"]

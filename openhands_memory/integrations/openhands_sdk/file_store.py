@@ -70,17 +70,26 @@ class DatabaseFileStore(FileStore):
     # --- transactions ------------------------------------------------------------------
 
     @contextmanager
+    def _transaction(self) -> Iterator[Session]:
+        """A write transaction on the conversation, which the SDK's first write creates."""
+        try:
+            with self.store.writing(self.conversation_id) as db:
+                self._ensure_conversation(db)
+                yield db
+        except BaseException:
+            self._committed, self._exists = [], False  # rolled back: forget what it did
+            raise
+        self._after_commit()
+
+    @contextmanager
     def _writing(self) -> Iterator[Session]:
-        """The held lock's transaction, else a new one that creates the conversation if the
-        SDK's first write finds none."""
+        """The held lock's transaction, else a transaction of its own."""
         with self._guard:
             if self._held is not None:
                 yield self._held
                 return
-            with self.store.writing(self.conversation_id) as db:
-                self._ensure_conversation(db)
+            with self._transaction() as db:
                 yield db
-            self._after_commit()
 
     def _after_commit(self) -> None:
         done, self._committed = self._committed, []
@@ -115,18 +124,12 @@ class DatabaseFileStore(FileStore):
             if self._held is not None:  # re-entered by the thread that holds it
                 yield
                 return
-            try:
-                with self.store.writing(self.conversation_id) as db:
-                    self._ensure_conversation(db)
-                    self._held = db
-                    try:
-                        yield
-                    finally:
-                        self._held = None
-            except BaseException:
-                self._committed = []  # rolled back: the cached view must not see them
-                raise
-            self._after_commit()
+            with self._transaction() as db:
+                self._held = db
+                try:
+                    yield
+                finally:
+                    self._held = None
         finally:
             self._guard.release()
 
