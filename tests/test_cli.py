@@ -77,7 +77,7 @@ def old_db(tmp_path) -> Path:
     with engine.begin() as conn:
         conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
         migrate.upgrade(conn, migrate.REVISIONS[-2])
-        conn.exec_driver_sql("INSERT INTO conversation VALUES ('c', '2026-01-01', '{}')")
+        conn.exec_driver_sql("INSERT INTO conversation (id, created_at, metadata) VALUES ('c', '2026-01-01', '{}')")
     engine.dispose()
     return path
 
@@ -337,7 +337,7 @@ def test_migrate_backup_includes_wal_content(tmp_path, old_db):
     conn = sqlite3.connect(old_db)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA wal_autocheckpoint=0")
-    conn.execute("INSERT INTO conversation VALUES ('in-wal', '2026-01-02', '{}')")
+    conn.execute("INSERT INTO conversation (id, created_at, metadata) VALUES ('in-wal', '2026-01-02', '{}')")
     conn.commit()
     assert Path(f"{old_db}-wal").stat().st_size > 0
     run("migrate", old_db)
