@@ -35,7 +35,7 @@ def test_the_sdk_integration_suite_passes_in_the_sdk_environment(request, tmp_pa
         pass  # no server here: the PostgreSQL half skips (or fails, with OHM_REQUIRE_POSTGRES=1)
     junit = tmp_path / "sdk.xml"
     done = subprocess.run(
-        [str(python), "-m", "pytest", "tests/sdk", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"],
+        [str(python), "-m", "pytest", "tests/sdk", "-q", "-o", "addopts=", "-p", "no:cacheprovider", f"--junitxml={junit}"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=1500,
     )
     output = (done.stdout + done.stderr)[-6000:]

@@ -90,10 +90,16 @@ def replay(condenser: SDKCondenser, database: str, n_steps: int, *, request_at: 
 
 
 @pytest.mark.parametrize("name", list(ROLLING))
-def test_rolling_strategies_condense_as_the_sdk_sees_it(name, database_url):
+def test_rolling_strategies_condense_as_the_sdk_sees_it(name, tmp_path):
     request_at = 30 if "request" in name else None
-    _, condensations, _ = replay(SDKCondenser.from_toml(toml(ROLLING[name])), database_url, 60, request_at=request_at)
+    condenser = SDKCondenser.from_toml(toml(ROLLING[name]))
+    _, condensations, _ = replay(condenser, str(tmp_path / "rolling.db"), 60, request_at=request_at)
     assert condensations >= (1 if request_at else 3)
+
+
+def test_a_rolling_summary_condenses_as_the_sdk_sees_it_on_both_backends(database_url):
+    _, condensations, _ = replay(SDKCondenser.from_toml(toml(ROLLING["pipeline"])), database_url, 60)
+    assert condensations >= 3
 
 
 @pytest.mark.parametrize("name", list(LLM_ROLLING))
