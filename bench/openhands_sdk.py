@@ -31,28 +31,36 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import nullcontext
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import logging  # noqa: E402
+import logging
 
-from openhands.sdk import LLM, Agent  # noqa: E402
-from openhands.sdk.conversation.state import ConversationState  # noqa: E402
-from openhands.sdk.event import ActionEvent, Event, MessageEvent, ObservationEvent, SystemPromptEvent  # noqa: E402
-from openhands.sdk.io import LocalFileStore  # noqa: E402
-from openhands.sdk.llm import Message, MessageToolCall, TextContent  # noqa: E402
-from openhands.sdk.tool.builtins.think import ThinkAction, ThinkObservation  # noqa: E402
-from openhands.sdk.workspace import LocalWorkspace  # noqa: E402
-from openhands.tools.browser_use.definition import BrowserNavigateAction, BrowserObservation  # noqa: E402
-from pydantic import SecretStr  # noqa: E402
+from openhands.sdk import LLM, Agent
+from openhands.sdk.conversation.state import ConversationState
+from openhands.sdk.event import (
+    ActionEvent,
+    Event,
+    MessageEvent,
+    ObservationEvent,
+    SystemPromptEvent,
+)
+from openhands.sdk.io import LocalFileStore
+from openhands.sdk.llm import Message, MessageToolCall, TextContent
+from openhands.sdk.tool.builtins.think import ThinkAction, ThinkObservation
+from openhands.sdk.workspace import LocalWorkspace
+from openhands.tools.browser_use.definition import (
+    BrowserNavigateAction,
+    BrowserObservation,
+)
+from pydantic import SecretStr
 
-from bench.common import load, machine, parse_size, say  # noqa: E402
-from bench.report import table  # noqa: E402
-from openhands_memory.integrations.openhands_sdk import DatabaseFileStore  # noqa: E402
+from bench.common import load, machine, parse_size, say
+from bench.report import table
+from openhands_memory.integrations.openhands_sdk import DatabaseFileStore
 
 STEPS_PER_RUN = 20
 
@@ -176,7 +184,7 @@ def main() -> None:
                 for r in range(args.repeats):
                     steps.append(step_run(state, next_step))
                     next_step += STEPS_PER_RUN
-                resumes = [timed(lambda: open_state(make(n, cid), cid, ws)) for _ in range(args.repeats)]
+                resumes = [timed(lambda m=make, n=n, c=cid: open_state(m(n, c), c, ws)) for _ in range(args.repeats)]
                 disk = ""
                 if name.startswith("folder"):
                     disk = f"{allocated(work / f'folder-{n}' / cid.hex) / len(state.events):,.0f} B/event"
@@ -194,7 +202,7 @@ def main() -> None:
                 say(f"  {n:,} events, {name}: done (load {load()})")
             # The part of a resume no store can save: the SDK parsing every event's JSON.
             texts = [e.model_dump_json(exclude_none=True) for e in state.events]
-            parse = [timed(lambda: [Event.model_validate_json(t) for t in texts]) for _ in range(args.repeats)]
+            parse = [timed(lambda ts=texts: [Event.model_validate_json(t) for t in ts]) for _ in range(args.repeats)]
             parses.append(f"{n:,} events: {statistics.median(w for w, _ in parse) * 1e3:.0f} ms")
         print()
         print(table(["events", "store", "step ms wall/CPU", "resume ms wall/CPU", "disk"], rows))
@@ -210,5 +218,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    with nullcontext():
-        main()
+    main()

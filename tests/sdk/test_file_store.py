@@ -89,11 +89,10 @@ def test_the_log_is_append_only(fs):
 def test_what_is_written_under_the_lock_commits_together_or_not_at_all(fs, database_url):
     fs.write("base_state.json", "{}")
     a, b = message("a"), message("b")
-    with pytest.raises(RuntimeError):
-        with fs.lock("events/.eventlog.lock"):
-            fs.write(f"events/event-00000-{a.id}.json", a.model_dump_json())
-            assert fs.exists(f"events/event-00000-{a.id}.json")  # seen inside the block
-            raise RuntimeError("the process fails mid-append")
+    with pytest.raises(RuntimeError), fs.lock("events/.eventlog.lock"):
+        fs.write(f"events/event-00000-{a.id}.json", a.model_dump_json())
+        assert fs.exists(f"events/event-00000-{a.id}.json")  # seen inside the block
+        raise RuntimeError("the process fails mid-append")
     assert fs.list("events") == []
     with fs.lock("events/.eventlog.lock"):
         fs.write(f"events/event-00000-{a.id}.json", a.model_dump_json())

@@ -79,7 +79,7 @@ class SDKCondenser(CondenserBase):
     def handles_condensation_requests(self) -> bool:
         return self.strategy.handles_condensation_requests()
 
-    def condense(self, view: SDKView, agent_llm: LLM | None = None) -> SDKView | SDKCondensation:  # noqa: ARG002
+    def condense(self, view: SDKView, agent_llm: LLM | None = None) -> SDKView | SDKCondensation:
         ours = self._our_view(view)
         try:
             result = self.strategy.condense(ours)

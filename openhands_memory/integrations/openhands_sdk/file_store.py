@@ -26,9 +26,8 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from openhands.sdk.io import FileStore
 
@@ -37,7 +36,15 @@ from ...events import Condensation, Event, event_from_json
 from ...storage import Session
 from ...store import Conversation, EventStore
 from . import handoff, paths
-from .paths import BaseState, EventFile, EventsDir, LengthMarker, LockFile, OtherFile, Root
+from .paths import (
+    BaseState,
+    EventFile,
+    EventsDir,
+    LengthMarker,
+    LockFile,
+    OtherFile,
+    Root,
+)
 
 BLOCK = 256  # events read per statement when the SDK reads the log one file at a time
 BLOCKS_KEPT = 8
@@ -100,7 +107,7 @@ class DatabaseFileStore(FileStore):
         if self._exists:  # conversations are deleted only by this store's delete("")
             return
         if not db.conversation_exists(self.conversation_id):
-            now = datetime.now(timezone.utc).isoformat()
+            now = datetime.now(UTC).isoformat()
             db.insert_conversation(self.conversation_id, now, {"created_by": "openhands-sdk"})
         self._exists = True
 
@@ -147,7 +154,7 @@ class DatabaseFileStore(FileStore):
             case OtherFile(path=clean):
                 data = contents.encode() if isinstance(contents, str) else bytes(contents)
                 with self._writing() as db:
-                    db.put_file(self.conversation_id, clean, data, datetime.now(timezone.utc).isoformat())
+                    db.put_file(self.conversation_id, clean, data, datetime.now(UTC).isoformat())
             case Root() | EventsDir():
                 raise IsADirectoryError(f"{path} is a folder, not a file")
 
