@@ -184,7 +184,7 @@ def main() -> None:
                 for r in range(args.repeats):
                     steps.append(step_run(state, next_step))
                     next_step += STEPS_PER_RUN
-                resumes = [timed(lambda m=make, n=n, c=cid: open_state(m(n, c), c, ws)) for _ in range(args.repeats)]
+                resumes = [timed(lambda m=make, n=n, c=cid, w=ws: open_state(m(n, c), c, w)) for _ in range(args.repeats)]
                 disk = ""
                 if name.startswith("folder"):
                     disk = f"{allocated(work / f'folder-{n}' / cid.hex) / len(state.events):,.0f} B/event"
