@@ -39,9 +39,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import AfterValidator, Field, model_validator
 
 from .errors import ConfigError, OpenHandsMemoryError
+from .settings import InvalidSetting, SettingError, settings
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; never imported at runtime here
     from types import ModuleType
@@ -208,89 +211,40 @@ _ENV_FALLBACKS = {
 }
 
 
-def _is_number(value: object) -> bool:
-    # bool is an int subclass, but `timeout = true` in TOML is a mistake, not 1 second.
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _check_optional_str(value: object) -> str | None:
-    if value is None or isinstance(value, str):
-        return value or None  # `api_key = ""` in a TOML file means "not set"
-    raise ValueError(f"must be a string, got {type(value).__name__}")
-
-
-def _check_float(
-    value: object, *, minimum: float, allow_none: bool, exclusive: bool = False
-) -> float | None:
-    if value is None and allow_none:
-        return None
-    if not _is_number(value) or not math.isfinite(float(value)):  # type: ignore[arg-type]
-        raise ValueError(f"must be a number, got {value!r}")
-    number = float(value)  # type: ignore[arg-type]
-    if number < minimum or (exclusive and number == minimum):
-        relation = ">" if exclusive else ">="
-        raise ValueError(f"must be {relation} {minimum:g}, got {value!r}")
-    return number
-
-
-def _check_int(value: object, *, minimum: int, allow_none: bool) -> int | None:
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"must be >= {minimum}, got {value!r}")
+def _model_name(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must be a non-empty model name such as 'openai/gpt-4o'")
     return value
 
 
-def _check_field(key: str, value: object) -> object:
-    """Validate one LLMConfig field; returns the normalised value or raises ValueError."""
-    if key == "model":
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError("must be a non-empty model name such as 'openai/gpt-4o'")
-        return value
-    if key in ("api_base", "api_key", "custom_llm_provider"):
-        return _check_optional_str(value)
-    if key == "timeout":
-        return _check_float(value, minimum=0.0, allow_none=False, exclusive=True)
-    if key in ("retry_min_wait", "retry_max_wait"):
-        return _check_float(value, minimum=0.0, allow_none=False)
-    if key == "temperature":
-        return _check_float(value, minimum=0.0, allow_none=True)
-    if key == "num_retries":
-        return _check_int(value, minimum=0, allow_none=False)
-    if key in ("max_output_tokens", "max_input_tokens"):
-        return _check_int(value, minimum=1, allow_none=True)
-    raise ValueError("is not a known LLM setting")  # pragma: no cover - guarded by callers
+# `api_key = ""` in a TOML file means "not set".
+OptionalText = Annotated[str | None, AfterValidator(lambda value: value or None)]
 
 
-@dataclass(frozen=True, repr=False)
+@settings("LLMConfig", subject="LLMConfig", frozen=True, repr=False)
 class LLMConfig:
     """How to reach one model. Times are in seconds."""
 
-    model: str
-    api_base: str | None = None
-    api_key: str | None = None
-    timeout: float = 60.0
-    num_retries: int = 3
-    retry_min_wait: float = 1.0
-    retry_max_wait: float = 20.0
-    temperature: float | None = None
-    max_output_tokens: int | None = None
-    custom_llm_provider: str | None = None
-    max_input_tokens: int | None = None
+    model: Annotated[str, AfterValidator(_model_name)]
+    api_base: OptionalText = None
+    api_key: OptionalText = None
+    timeout: Annotated[float, Field(gt=0)] = 60.0
+    num_retries: Annotated[int, Field(ge=0)] = 3
+    retry_min_wait: Annotated[float, Field(ge=0)] = 1.0
+    retry_max_wait: Annotated[float, Field(ge=0)] = 20.0
+    temperature: Annotated[float, Field(ge=0)] | None = None
+    max_output_tokens: Annotated[int, Field(ge=1)] | None = None
+    custom_llm_provider: OptionalText = None
+    max_input_tokens: Annotated[int, Field(ge=1)] | None = None
 
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            try:
-                _check_field(f.name, getattr(self, f.name))
-            except ValueError as exc:
-                raise ConfigError(f"LLMConfig.{f.name} {exc}") from None
+    @model_validator(mode="after")
+    def _waits_in_order(self) -> LLMConfig:
         if self.retry_min_wait > self.retry_max_wait:
-            raise ConfigError(
-                f"LLMConfig.retry_min_wait ({self.retry_min_wait:g}) must not exceed "
-                f"retry_max_wait ({self.retry_max_wait:g})"
+            raise SettingError(
+                "retry_min_wait",
+                f"({self.retry_min_wait:g}) must not exceed retry_max_wait ({self.retry_max_wait:g})",
             )
+        return self
 
     def __repr__(self) -> str:
         # The key must never reach logs, tracebacks or the database, so repr masks it.
@@ -306,17 +260,19 @@ class LLMConfig:
     __str__ = __repr__
 
     @classmethod
-    def from_mapping(cls, name: str, data: Mapping[str, Any]) -> LLMConfig:
-        """Build from an OpenHands-style ``[llm.NAME]`` TOML table.
+    def from_mapping(cls, name: str, data: Mapping[str, Any], *, where: str | None = None) -> LLMConfig:
+        """Build from an OpenHands-style ``[llm.NAME]`` TOML table (or one at ``where``,
+        such as an inline ``condenser.llm_config``).
 
         Settings OpenHands knows but this library does not use are ignored; any other key
         is almost certainly a typo and raises ``ConfigError`` naming ``llm.NAME.key``.
         """
-        prefix = f"llm.{name}"
+        prefix = where or f"llm.{name}"
         if not isinstance(data, Mapping):
             raise ConfigError(f"{prefix} must be a table, got {type(data).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {}
+        spelled: dict[str, str] = {}  # setting -> the key the table used for it
         for key, value in data.items():
             target = "api_base" if key == "base_url" else key
             if target in known:
@@ -324,21 +280,15 @@ class LLMConfig:
                     raise ConfigError(
                         f"{prefix}.{key}: both base_url and api_base are set and differ; keep one"
                     )
-                try:
-                    values[target] = _check_field(target, value)
-                except ValueError as exc:
-                    raise ConfigError(f"{prefix}.{key} {exc}") from None
+                values[target], spelled[target] = value, key
             elif key not in _IGNORED_OPENHANDS_KEYS:
                 raise ConfigError(_unknown_key_message(prefix, key, known))
         if "model" not in values:
             raise ConfigError(f"{prefix}.model is required (for example model = \"openai/gpt-4o\")")
-        lo = values.get("retry_min_wait", cls.retry_min_wait)
-        hi = values.get("retry_max_wait", cls.retry_max_wait)
-        if lo > hi:
-            raise ConfigError(
-                f"{prefix}.retry_min_wait ({lo:g}) must not exceed {prefix}.retry_max_wait ({hi:g})"
-            )
-        return cls(**values)
+        try:
+            return cls(**values)
+        except InvalidSetting as e:
+            raise e.at(prefix, spelled.get(e.key)) from None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMConfig | None:
@@ -598,7 +548,9 @@ def _cost(response: Any) -> float | None:
         cost = _litellm().completion_cost(completion_response=response)
     except Exception:  # noqa: BLE001 - an unpriced model is normal, not an error
         return None
-    return float(cost) if _is_number(cost) and math.isfinite(cost) else None
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost):
+        return None
+    return float(cost)
 
 
 def _usage(response: Any) -> tuple[int | None, int | None]:
