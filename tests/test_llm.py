@@ -417,7 +417,7 @@ def test_direct_construction_is_validated() -> None:
 def test_retry_delay_stays_within_bounds(
     lo: float, extra: float, retry_number: int, server_wait: float | None
 ) -> None:
-    from openhands_memory import llm
+    from openhands_memory.llm.retry import retry_delay
 
     config = LLMConfig(model="m", retry_min_wait=lo, retry_max_wait=lo + extra)
 
@@ -427,7 +427,7 @@ def test_retry_delay_stays_within_bounds(
     exc = RuntimeError("x")
     if server_wait is not None:
         exc.litellm_response_headers = FakeHeaders({"retry-after": str(server_wait)})  # type: ignore[attr-defined]
-    delay = llm._retry_delay(config, retry_number, exc)
+    delay = retry_delay(config, retry_number, exc)
     assert lo <= delay <= lo + extra
     if server_wait is not None:
         assert delay >= min(server_wait, lo + extra)
