@@ -92,3 +92,19 @@ class NoCondensationAvailable(OpenHandsMemoryError):
 
 class ReadOnlyViolation(OpenHandsMemoryError):
     """A statement given to the read-only SQL interface would change the database."""
+
+
+class QueryError(OpenHandsMemoryError):
+    """A statement given to the read-only SQL interface failed; the message says why."""
+
+
+class QueryTimeout(QueryError, TimeoutError):
+    """The statement ran past its time limit and was stopped."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        super().__init__(f"the query ran past its time limit of {seconds:g} s and was stopped")
+
+
+class MultipleStatements(QueryError):
+    """The read-only SQL interface runs one statement per call."""
