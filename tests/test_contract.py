@@ -163,7 +163,12 @@ def test_eight_writer_processes_leave_gap_free_ids(database_url):
 
 def test_read_only_query_reads_bounds_and_refuses_alike(database_url):
     """``storage.read_only_query``: the same answers and the same errors on both backends."""
-    from openhands_memory.errors import MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation
+    from openhands_memory.errors import (
+        MultipleStatements,
+        QueryError,
+        QueryTimeout,
+        ReadOnlyViolation,
+    )
     from openhands_memory.storage import read_only_query
 
     with EventStore(database_url) as store:
