@@ -78,6 +78,22 @@ class NotOurDatabase(SchemaError):
         super().__init__(f"{path} is not an openhands-memory database ({why}); it was left untouched")
 
 
+class PostgresUnavailable(OpenHandsMemoryError):
+    """A postgresql:// URL was given, and psycopg 3 is not installed."""
+
+    def __init__(self, label: str):
+        super().__init__(
+            f"{label}: PostgreSQL needs psycopg 3; install it with `pip install 'openhands-memory[postgres]'`"
+        )
+
+
+class DatabaseUnreachable(OpenHandsMemoryError):
+    """The PostgreSQL server refused the connection, or the database does not exist."""
+
+    def __init__(self, label: str, why: str):
+        super().__init__(f"{label}: cannot connect: {why}")
+
+
 class ConcurrentCondensation(OpenHandsMemoryError):
     """Another condensation landed after the view this one was computed from."""
 

@@ -26,6 +26,15 @@ def is_url(db: str) -> bool:
     return "://" in db and not db.startswith("sqlite://")
 
 
+def shown(db: str) -> str:
+    """``db`` as messages show it: a server URL without its password."""
+    if not is_url(db):
+        return db
+    from ..database import without_password
+
+    return without_password(db)
+
+
 def judge(db: str, *, must_exist: bool = True) -> Path:
     """The path of ``db`` once judged: ours, at the current revision (or absent, if allowed).
     A server URL is judged when the store connects (its Path is only a label here)."""

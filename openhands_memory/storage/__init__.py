@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..database import Durability, Location, open_location
+from ..database import Durability, Location, open_location, psycopg_module
 from .recorder import QueryResult, Recorder
 from .session import END, IntegrityViolation, Session
 
@@ -41,6 +41,7 @@ def read_only_query(path_or_url: str | Path, query: str, *, timeout: float, max_
 
         assert location.path is not None
         return run(location.path, query, timeout=timeout, max_rows=max_rows)
+    psycopg_module(location)
     from .postgres import read_only_query as run_on_server
 
     return run_on_server(location, query, timeout=timeout, max_rows=max_rows)

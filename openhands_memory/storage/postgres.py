@@ -17,10 +17,9 @@ import functools
 import re
 from typing import Any, Sequence
 
-from ..database import Location, judge_server
+from ..database import Location, connect_server, judge_server
 from ..errors import (
     MultipleStatements,
-    NotOurDatabase,
     QueryError,
     QueryTimeout,
     ReadOnlyViolation,
@@ -131,16 +130,10 @@ class PostgresRecorder(Recorder):
     backend = "postgresql"
 
     def __init__(self, location: Location, *, create: bool = True, readonly: bool = False):
-        import psycopg
-
         super().__init__()
         self.label = location.label
         self.readonly = readonly
-        try:
-            # Autocommit: transactions are begun explicitly, as on SQLite.
-            self.conn = psycopg.connect(location.driver_url, autocommit=True)
-        except psycopg.OperationalError as e:
-            raise NotOurDatabase(location.label, f"cannot connect: {_last_line(e)}") from None
+        self.conn = connect_server(location)  # autocommit: transactions are begun explicitly, as on SQLite
         try:
             judge_server(location, self.conn, create=create and not readonly)
             if readonly:  # every transaction of this connection is read-only
@@ -201,11 +194,7 @@ def read_only_query(location: Location, query: str, *, timeout: float, max_rows:
     """
     import psycopg
 
-    try:
-        conn = psycopg.connect(location.driver_url, autocommit=True)
-    except psycopg.OperationalError as e:
-        raise NotOurDatabase(location.label, f"cannot connect: {_last_line(e)}") from None
-    with conn:
+    with connect_server(location) as conn:
         conn.execute("SET default_transaction_read_only = on")
         conn.execute("BEGIN READ ONLY")
         conn.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
@@ -234,8 +223,3 @@ def read_only_query(location: Location, query: str, *, timeout: float, max_rows:
 
 def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-
-
-def _last_line(error: Exception) -> str:
-    lines = [x for x in str(error).strip().splitlines() if x.strip()]
-    return lines[-1] if lines else str(error)
