@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, Iterator, Literal
 from urllib.parse import quote
 
 from . import migrate
-from .errors import DatabaseUnreachable, NotOurDatabase, PostgresUnavailable, SchemaTooNew, SchemaTooOld
+from .errors import (
+    DatabaseUnreachable,
+    NotOurDatabase,
+    PostgresUnavailable,
+    SchemaTooNew,
+    SchemaTooOld,
+)
 
 if TYPE_CHECKING:
     from types import ModuleType
