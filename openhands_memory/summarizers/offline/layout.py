@@ -37,7 +37,7 @@ _NOUNS = {
     "pages": "pages",
 }
 _OMITTED = re.compile(r"^\((\d+) earlier [a-z ]+ omitted\)$")
-_COMMAND_ITEM = re.compile(r"^\[exit ([^\],]+)(?:, x(\d+))?\] (.*)$", re.S)
+_COMMAND_ITEM = re.compile(r"^\[exit ([^\],]+)(?:, x(\d+))?\] (.*)$", re.DOTALL)
 _STATE_LINE = re.compile(r"^([A-Z][A-Za-z ]*):(?: (.*))?$")
 
 

@@ -52,7 +52,7 @@ def content_text(parts: Sequence[Any]) -> str:
 _TRACEBACK_END = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b")
 _ERRORISH = re.compile(
     r"error|exception|fail|fatal|denied|not found|no such|cannot|can't|invalid|refused|timed? ?out",
-    re.I,
+    re.IGNORECASE,
 )
 _DECORATION = re.compile(r"^[\W_]+$|^[=\-*#_]{3,}.*[=\-*#_]{3,}$")
 
