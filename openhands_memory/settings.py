@@ -1,7 +1,8 @@
 """Validated settings: dataclasses whose values pydantic checks, with errors that name the key.
 
-The LLM configuration (``LLMConfig``) and every condenser are ``@settings`` dataclasses, the
-one way their settings are checked, whether they come from Python or from a TOML file:
+The LLM configuration (``LLMConfig``), every condenser and the offline summarizer are
+``@settings`` dataclasses, the one way their settings are checked, whether they come from
+Python or from a TOML file:
 
 * a setting's annotation says what it accepts: ``Annotated[int, Field(ge=1)]``, a
   ``Literal`` of names; values are strict (``true`` is not 1, ``10.5`` is not an integer,
