@@ -554,3 +554,30 @@ def test_doctor_rebuilds_condensation_bookkeeping(tmp_path):
     fixed = json.loads(run("view", db, "c", "--json").output)
     assert [e["id"] for e in fixed["events"]] == [0, None, 1, 8, 9]
     assert expected != fixed  # the broken file showed events it had forgotten
+
+
+# --- server URLs: one line, never the password ------------------------------------------------
+
+ONE_EVENT = f.user("hello").model_dump_json(exclude_none=True) + "\n"  # for append, read before connecting
+SERVER_COMMANDS = [["conversations"], ["stats"], ["view", "c"], ["sql", "SELECT 1"], ["doctor"], ["migrate"],
+                   ["append", "c", "-"], ["export", "c"]]
+
+
+@pytest.mark.parametrize("command", SERVER_COMMANDS, ids=lambda c: c[0])
+def test_an_unreachable_server_is_one_line_without_the_password(command):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    url = f"postgresql://om:s3cret@127.0.0.1:{port}/agents"
+    out = run(command[0], url, *command[1:], input=ONE_EVENT, code=1).output
+    assert out == f"Error: postgresql://om:***@127.0.0.1:{port}/agents: cannot connect: Connection refused\n"
+
+
+@pytest.mark.parametrize("command", SERVER_COMMANDS, ids=lambda c: c[0])
+def test_without_psycopg_a_server_url_says_what_to_install(monkeypatch, command):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` raises ImportError
+    out = run(command[0], "postgresql://om:s3cret@db.example/agents", *command[1:], input=ONE_EVENT, code=1).output
+    assert out == ("Error: postgresql://om:***@db.example/agents: PostgreSQL needs psycopg 3; install it "
+                   "with `pip install 'openhands-memory[postgres]'`\n")

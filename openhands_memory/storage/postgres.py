@@ -17,11 +17,22 @@ import functools
 import re
 from typing import Any, Sequence
 
-from ..database import Location, judge_server
-from ..errors import NotOurDatabase
-from .recorder import Recorder
+from ..database import Location, connect_server, judge_server
+from ..errors import (
+    MultipleStatements,
+    QueryError,
+    QueryTimeout,
+    ReadOnlyViolation,
+)
 from .codec import EVENT_COLUMNS
-from .session import INSERT_CONDENSATION, INSERT_EVENT, INSERT_RANGE, IntegrityViolation, Session
+from .recorder import QueryResult, Recorder
+from .session import (
+    INSERT_CONDENSATION,
+    INSERT_EVENT,
+    INSERT_RANGE,
+    IntegrityViolation,
+    Session,
+)
 
 
 @functools.lru_cache(maxsize=512)
@@ -119,17 +130,10 @@ class PostgresRecorder(Recorder):
     backend = "postgresql"
 
     def __init__(self, location: Location, *, create: bool = True, readonly: bool = False):
-        import psycopg
-
         super().__init__()
         self.label = location.label
         self.readonly = readonly
-        try:
-            # Autocommit: transactions are begun explicitly, as on SQLite.
-            self.conn = psycopg.connect(location.driver_url, autocommit=True)
-        except psycopg.OperationalError as e:
-            lines = [x for x in str(e).strip().splitlines() if x.strip()]
-            raise NotOurDatabase(location.label, f"cannot connect: {lines[-1] if lines else e}") from None
+        self.conn = connect_server(location)  # autocommit: transactions are begun explicitly, as on SQLite
         try:
             judge_server(location, self.conn, create=create and not readonly)
             if readonly:  # every transaction of this connection is read-only
@@ -179,9 +183,8 @@ class PostgresRecorder(Recorder):
             self.conn.close()
 
 
-def read_only_query(location: Location, query: str, *, timeout: float, max_rows: int) -> tuple[list[str], list[tuple], bool]:
-    """Run one statement that cannot write: (column names, at most ``max_rows`` rows, whether
-    there were more).
+def read_only_query(location: Location, query: str, *, timeout: float, max_rows: int) -> QueryResult:
+    """Run one statement that cannot write on the server (see ``QueryResult``).
 
     Read-only by construction: the session's transactions are read-only by default, the
     statement runs inside ``BEGIN READ ONLY`` (which nothing in the statement can turn back:
@@ -191,21 +194,32 @@ def read_only_query(location: Location, query: str, *, timeout: float, max_rows:
     """
     import psycopg
 
-    from ..errors import ReadOnlyViolation
-
-    with psycopg.connect(location.driver_url, autocommit=True) as conn:
+    with connect_server(location) as conn:
         conn.execute("SET default_transaction_read_only = on")
         conn.execute("BEGIN READ ONLY")
         conn.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
         try:
-            cursor = conn.execute(query)  # type: ignore[call-overload]
+            # prepare=True: the extended protocol, which takes one statement. Without it
+            # psycopg sends a query without parameters by the simple protocol, which runs
+            # every statement in the string: "COMMIT; BEGIN READ WRITE; DELETE ..." wrote.
+            cursor = conn.execute(query, prepare=True)  # type: ignore[call-overload]
             rows = cursor.fetchmany(max_rows + 1) if cursor.description else []
             header = [d.name for d in cursor.description or []]
         except psycopg.errors.ReadOnlySqlTransaction as e:
-            raise ReadOnlyViolation(f"sql is read-only: {str(e).splitlines()[0]}") from None
+            raise ReadOnlyViolation(f"sql is read-only: {_first_line(e)}") from None
         except psycopg.errors.QueryCanceled:
-            raise TimeoutError(f"the query ran past its time limit of {timeout:g} s and was stopped") from None
+            raise QueryTimeout(timeout) from None
+        except psycopg.errors.SyntaxError as e:
+            if "multiple commands" in str(e):  # the extended protocol takes one statement
+                raise MultipleStatements(f"give one SQL statement at a time ({_first_line(e)})") from None
+            raise QueryError(f"SQL error: {_first_line(e)}") from None
+        except psycopg.Error as e:
+            raise QueryError(f"SQL error: {_first_line(e)}") from None
         finally:
             if conn.info.transaction_status != 0:  # not idle: end the transaction
                 conn.execute("ROLLBACK")
-    return header, [tuple(r) for r in rows[:max_rows]], len(rows) > max_rows
+    return QueryResult(header, [tuple(r) for r in rows[:max_rows]], len(rows) > max_rows)
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
