@@ -29,6 +29,8 @@ from .codec import EVENT_COLUMNS
 from .recorder import Recorder
 from .session import (
     END,
+    HIDDEN_LIVE,
+    VIEW_ENDS,
     INSERT_CONDENSATION,
     INSERT_EVENT,
     INSERT_RANGE,
@@ -132,6 +134,28 @@ class PostgresSession(Session):
             raise
         return cursor
 
+    def run_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple]]:
+        """One round trip for all of them (and a pending BEGIN): a pipeline."""
+        if not statements:
+            return []
+        begin, self.pending_begin = self.pending_begin, None
+        try:
+            with self.conn.pipeline():
+                if begin is not None:
+                    self.conn.execute(begin)
+                cursors = [self.conn.execute(self.sql(text), params) for text, params in statements]
+        except Exception as e:
+            self.translate(e)
+            raise
+        return [[tuple(r) for r in cursor.fetchall()] for cursor in cursors]
+
+    def view_head(self, cid: str, upto: int) -> tuple[int, int | None, int | None, list[Any] | None]:
+        # The live runs are read whatever the ends say (one round trip for both); they are
+        # the ones in force unless a condensation lies after ``upto`` (a view in the past).
+        (ends,), live = self.run_all([(VIEW_ENDS, (cid, upto, cid, upto, cid)), (HIDDEN_LIVE, (cid,))])
+        last, cond, newest = ends
+        return (-1 if last is None else last), cond, newest, ([(s, e) for s, e in live] if cond == newest else None)
+
     def send_begin(self) -> None:
         """Send a pending ``BEGIN`` on its own (before COPY, which no pipeline carries)."""
         if self.pending_begin is not None:
@@ -229,10 +253,11 @@ class PostgresRecorder(Recorder):
         session.pending_begin = None
         # BEGIN, the lock and the conversation's last id in one round trip. MAX(id) is read
         # by a statement of its own, after the lock is granted (see append_sql).
-        with self.conn.pipeline():
-            self.conn.execute(BEGIN_WRITE)
-            locked = self.conn.execute(LOCK, (conversation_id,))
-            last = self.conn.execute(LAST_ID, (conversation_id,))
+        conn = session.conn  # (a test may stand in for the connection to see the statements)
+        with conn.pipeline():
+            conn.execute(BEGIN_WRITE)
+            locked = conn.execute(LOCK, (conversation_id,))
+            last = conn.execute(LAST_ID, (conversation_id,))
         row = locked.fetchone()
         session.version = row[0] if row else None
         found = last.fetchone()[0]
@@ -273,7 +298,7 @@ class PostgresRecorder(Recorder):
             params.append(k)
             params.extend(row[2:])
         with self._lock:
-            conn = self.conn
+            conn = self._session.conn  # (a test may stand in for the connection)
             try:
                 with conn.pipeline():
                     conn.execute(BEGIN_WRITE)
