@@ -348,7 +348,21 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
 
 def judge_server(location: Location, conn: Any, *, create: bool = True) -> None:
     """Make sure a PostgreSQL database is ours and at the head revision, creating the schema
-    in an empty one. ``conn``: an open psycopg connection (autocommit), used read-only."""
+    in an empty one. ``conn``: an open psycopg connection (autocommit), used read-only.
+
+    One statement for a database of ours: reading ``alembic_version`` outright. Asking the
+    catalog first (``information_schema.tables``) cost a fresh connection several
+    milliseconds, more than the whole view it opens the database for; the catalog is asked
+    only when there is no such table (a new, empty or foreign database)."""
+    import psycopg
+
+    try:
+        found = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    except psycopg.errors.UndefinedTable:
+        pass  # autocommit: the failed statement left no transaction behind
+    else:
+        check_revision(location.label, found[0] if found else None)
+        return
     row = conn.execute(
         "SELECT to_regclass('alembic_version') IS NOT NULL, "
         "ARRAY(SELECT table_name::text FROM information_schema.tables "

@@ -128,7 +128,7 @@ class EventStore:
         raise ConversationNotFound(name)
 
     def has_conversation(self, id: str) -> bool:
-        with self.reading() as db:
+        with self.reading(snapshot=False) as db:  # one statement: its own snapshot
             return db.conversation_exists(id)
 
     def __contains__(self, id: object) -> bool:
@@ -203,8 +203,11 @@ class Conversation:
         if not events:
             return []
         try:
-            with self.store.writing(self.id) as db:
-                seqs = self.insert(db, events)
+            if any(isinstance(e, Condensation) for e in events):
+                with self.store.writing(self.id) as db:
+                    seqs = self.insert(db, events)
+            else:
+                seqs = self._append_rows(events)
         except IntegrityViolation:
             # Explained after the rollback: PostgreSQL refuses further statements in a
             # transaction that failed.
@@ -213,6 +216,18 @@ class Conversation:
             raise
         self.committed(events, seqs)
         return seqs
+
+    def _append_rows(self, events: list[Event]) -> list[int]:
+        """Events without a Condensation among them (nothing to record beside their rows),
+        in a transaction of their own: rows made before it begins, the ids given inside."""
+        counted = self._counting()
+        rows = [event_row(self.id, -1, e, tokens=counted.count_new(e) if counted is not None else None)
+                for e in events]
+        got = self.store.recorder.append(self.id, rows)
+        if got is None:
+            raise ConversationNotFound(self.id)
+        first, self._version = got
+        return list(range(first, first + len(events)))
 
     def insert(self, db: Session, events: list[Event], payloads: Sequence[str] | None = None) -> list[int]:
         """Insert inside the caller's write transaction (begun with this conversation's id);

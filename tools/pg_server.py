@@ -103,6 +103,52 @@ def _server(user: str, settings: str) -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+#: What the benches run with: PostgreSQL's own durability (fsync, synchronous_commit and
+#: full_page_writes on, as a production server has them), more shared memory than the
+#: default 128 MB, and room for a bench's writer processes.
+DURABLE = "-c max_connections=50 -c shared_buffers=256MB"
+
+
+def _running(bins: Path, data: Path) -> bool:
+    return subprocess.run(_as_server_user([str(bins / "pg_ctl"), "-D", str(data), "status"]),
+                          check=False, capture_output=True).returncode == 0
+
+
+@contextmanager
+def kept_server(root: Path, user: str = "om", settings: str = DURABLE) -> Iterator[str]:
+    """A server whose data folder (``root/data``) outlives it, so that databases built once
+    (a bench's million-event histories) are there on the next run. Made on first use;
+    started on a free port and stopped (a clean shutdown) afterwards. One user at a time:
+    a second caller waits for the first (a lock file beside the folder). A server left
+    running by a killed caller is stopped first. Yields the ``postgres`` database's URL."""
+    import fcntl
+
+    bins = bindir()
+    root.mkdir(parents=True, exist_ok=True)
+    data = root / "data"
+    with open(root / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres")
+        if not (data / "PG_VERSION").exists():
+            shutil.rmtree(data, ignore_errors=True)
+            subprocess.run(_as_server_user([str(bins / "initdb"), "-D", str(data), "-A", "trust", "-U", user]),
+                           check=True, capture_output=True)
+        if _running(bins, data):
+            subprocess.run(_as_server_user([str(bins / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
+                           check=False, capture_output=True)
+        port = free_port()
+        subprocess.run(_as_server_user([
+            str(bins / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-t", "300",
+            "-o", f"-k {root} -p {port} -h 127.0.0.1 {settings}", "start",
+        ]), check=True, capture_output=True)
+        try:
+            yield f"postgresql://{user}@127.0.0.1:{port}/postgres"
+        finally:
+            subprocess.run(_as_server_user([str(bins / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "300",
+                                            "stop"]), check=False, capture_output=True)
+
+
 if __name__ == "__main__":
     with throwaway_server() as url:
         print(url, flush=True)

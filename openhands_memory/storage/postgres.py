@@ -9,6 +9,12 @@
   the transaction, is what ``Session.touch`` returns, and a view cache compares it with the
   version it saw. One round trip does the lock, the bump and the existence check.
 * **Reads** are ``REPEATABLE READ READ ONLY`` transactions: one snapshot per view.
+* **Round trips.** Every round trip to the server costs about what a one-row statement costs
+  there, so ``BEGIN`` never travels alone: it is pipelined with the transaction's first
+  statement (a read) or with the lock and ``MAX(id)`` (a write). An append of a few events
+  is one round trip in all (``PostgresRecorder.append``): ``BEGIN``, the lock, an ``INSERT``
+  that numbers the rows itself from ``MAX(id) + 1`` and ``COMMIT`` go in one pipeline, so the
+  conversation's lock is held only while the server works, never across the network.
 """
 
 from __future__ import annotations
@@ -27,12 +33,48 @@ from ..errors import (
 from .codec import EVENT_COLUMNS
 from .recorder import QueryResult, Recorder
 from .session import (
+    END,
+    HIDDEN_LIVE,
+    VIEW_ENDS,
     INSERT_CONDENSATION,
     INSERT_EVENT,
     INSERT_RANGE,
     IntegrityViolation,
     Session,
 )
+
+#: Writes run at READ COMMITTED whatever the database's default: each statement after the
+#: lock then sees what the lock's previous holder committed (MAX(id) above all).
+BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
+BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+LOCK = "UPDATE conversation SET version = version + 1 WHERE id = %s RETURNING version"
+LAST_ID = "SELECT MAX(id) FROM event WHERE conversation_id = %s"
+#: Appends of up to this many events take the one-round-trip path; longer ones COPY.
+APPEND_ROWS = 64
+#: The columns an append sends per row (EVENT_COLUMNS without conversation_id and id), and
+#: their SQL types (the VALUES list needs them: parameters arrive untyped).
+APPEND_COLUMNS = EVENT_COLUMNS[2:]
+APPEND_TYPES = ("VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR",
+                "BOOLEAN", "BOOLEAN", "INTEGER", "TEXT")
+
+
+@functools.lru_cache(maxsize=APPEND_ROWS)
+def append_sql(n: int) -> str:
+    """An INSERT of ``n`` rows numbered from the conversation's MAX(id) + 1, returning the ids.
+
+    The subquery is uncorrelated, so it runs once (an InitPlan: one seek of the primary key
+    from its end). It must run in a statement of its own after the lock's: a statement's
+    snapshot is taken when it starts, and one taken before the lock was granted would miss
+    the previous holder's rows."""
+    row = "(" + ", ".join(["CAST(%s AS INTEGER)"] + [f"CAST(%s AS {t})" for t in APPEND_TYPES]) + ")"
+    names = ", ".join(APPEND_COLUMNS)
+    return (
+        f"INSERT INTO event ({', '.join(EVENT_COLUMNS)}) "
+        f"SELECT %s, n.next + v.k, {', '.join('v.' + c for c in APPEND_COLUMNS)} "
+        "FROM (SELECT COALESCE(MAX(id), -1) + 1 AS next FROM event WHERE conversation_id = %s) n "
+        f"CROSS JOIN (VALUES {', '.join([row] * n)}) AS v(k, {names}) "
+        "RETURNING id"
+    )
 
 
 @functools.lru_cache(maxsize=512)
@@ -57,6 +99,7 @@ class PostgresSession(Session):
         return _pyformat(text)
 
     def executemany(self, text: str, rows: Any) -> None:
+        self.send_begin()
         try:
             with self.conn.cursor() as cursor:
                 cursor.executemany(self.sql(text), rows)
@@ -78,6 +121,56 @@ class PostgresSession(Session):
 
     #: The version the current write transaction left (set when it began; see the recorder).
     version: Any = None
+    #: ``BEGIN ...`` not sent yet: it goes with the transaction's first statement.
+    pending_begin: str | None = None
+    #: (conversation, MAX(id)) read right after the write's lock was taken, until an insert.
+    known_last: tuple[str, int] | None = None
+
+    def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
+        if self.pending_begin is None:
+            return super().execute(text, params)
+        begin, self.pending_begin = self.pending_begin, None
+        try:
+            with self.conn.pipeline():  # BEGIN and this statement in one round trip
+                self.conn.execute(begin)
+                cursor = self.conn.execute(self.sql(text), params)
+        except Exception as e:
+            self.translate(e)
+            raise
+        return cursor
+
+    def run_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple]]:
+        """One round trip for all of them (and a pending BEGIN): a pipeline."""
+        if not statements:
+            return []
+        begin, self.pending_begin = self.pending_begin, None
+        try:
+            with self.conn.pipeline():
+                if begin is not None:
+                    self.conn.execute(begin)
+                cursors = [self.conn.execute(self.sql(text), params) for text, params in statements]
+        except Exception as e:
+            self.translate(e)
+            raise
+        return [[tuple(r) for r in cursor.fetchall()] for cursor in cursors]
+
+    def view_head(self, cid: str, upto: int) -> tuple[int, int | None, int | None, list[Any] | None]:
+        # The live runs are read whatever the ends say (one round trip for both); they are
+        # the ones in force unless a condensation lies after ``upto`` (a view in the past).
+        (ends,), live = self.run_all([(VIEW_ENDS, (cid, upto, cid, upto, cid)), (HIDDEN_LIVE, (cid,))])
+        last, cond, newest = ends
+        return (-1 if last is None else last), cond, newest, ([(s, e) for s, e in live] if cond == newest else None)
+
+    def send_begin(self) -> None:
+        """Send a pending ``BEGIN`` on its own (before COPY, which no pipeline carries)."""
+        if self.pending_begin is not None:
+            begin, self.pending_begin = self.pending_begin, None
+            self.conn.execute(begin)
+
+    def last_id(self, cid: str, upto: int = END) -> int:
+        if upto == END and self.known_last is not None and self.known_last[0] == cid:
+            return self.known_last[1]
+        return super().last_id(cid, upto)
 
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
         import json
@@ -100,10 +193,12 @@ class PostgresSession(Session):
         )]
 
     def insert_events(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        self.known_last = None
         if len(rows) == 1:  # one round trip; executemany would take a pipeline's several
             self.execute(INSERT_EVENT, rows[0])
             return
         # COPY streams a batch in one statement, several times faster than inserts.
+        self.send_begin()
         try:
             with self.conn.cursor() as cursor:
                 with cursor.copy(f"COPY event ({', '.join(EVENT_COLUMNS)}) FROM STDIN") as copy:
@@ -149,29 +244,74 @@ class PostgresRecorder(Recorder):
     def _begin_write(self, session: Session, conversation_id: str | None) -> None:
         assert isinstance(session, PostgresSession)
         session.version = None
+        session.known_last = None
         if conversation_id is None:
-            self.conn.execute("BEGIN")
+            session.pending_begin = BEGIN_WRITE
             return
-        with self.conn.pipeline():  # BEGIN and the lock in one round trip
-            self.conn.execute("BEGIN")
-            cursor = self.conn.execute(
-                "UPDATE conversation SET version = version + 1 WHERE id = %s RETURNING version",
-                (conversation_id,),
-            )
-        row = cursor.fetchone()
+        session.pending_begin = None
+        # BEGIN, the lock and the conversation's last id in one round trip. MAX(id) is read
+        # by a statement of its own, after the lock is granted (see append_sql).
+        conn = session.conn  # (a test may stand in for the connection to see the statements)
+        with conn.pipeline():
+            conn.execute(BEGIN_WRITE)
+            locked = conn.execute(LOCK, (conversation_id,))
+            last = conn.execute(LAST_ID, (conversation_id,))
+        row = locked.fetchone()
         session.version = row[0] if row else None
+        found = last.fetchone()[0]
+        session.known_last = (conversation_id, -1 if found is None else found)
 
     def _begin_read(self, session: Session) -> None:
-        self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        assert isinstance(session, PostgresSession)
+        session.pending_begin = BEGIN_READ
 
     def _commit(self, session: Session) -> None:
+        assert isinstance(session, PostgresSession)
+        session.known_last = None
+        if session.pending_begin is not None:  # nothing was sent: nothing to commit
+            session.pending_begin = None
+            return
         self.conn.execute("COMMIT")
 
     def _rollback(self, session: Session) -> None:
         from psycopg.pq import TransactionStatus
 
+        assert isinstance(session, PostgresSession)
+        session.pending_begin = None
+        session.known_last = None
         if self.conn.info.transaction_status != TransactionStatus.IDLE:
             self.conn.execute("ROLLBACK")
+
+    def append(self, conversation_id: str, rows: Sequence[tuple[Any, ...]]) -> tuple[int, Any] | None:
+        """One round trip: BEGIN, the lock (the version bump), an INSERT that numbers the rows
+        from MAX(id) + 1 on the server, COMMIT. The lock is held while the server runs the
+        INSERT and the COMMIT, never while a reply crosses the network or this process waits
+        for a CPU, which is what lets many writers share one conversation."""
+        import psycopg
+
+        if not rows or len(rows) > APPEND_ROWS:
+            return super().append(conversation_id, rows)
+        params: list[Any] = [conversation_id, conversation_id]
+        for k, row in enumerate(rows):
+            params.append(k)
+            params.extend(row[2:])
+        with self._lock:
+            conn = self._session.conn  # (a test may stand in for the connection)
+            try:
+                with conn.pipeline():
+                    conn.execute(BEGIN_WRITE)
+                    locked = conn.execute(LOCK, (conversation_id,))
+                    inserted = conn.execute(append_sql(len(rows)), params)
+                    conn.execute("COMMIT")
+            except psycopg.Error as e:
+                self._rollback(self._session)
+                self._session.translate(e)
+                raise
+            version = locked.fetchone()
+            ids = sorted(r[0] for r in inserted.fetchall())
+        # The conversation's row is there (else the insert's foreign key would have refused).
+        assert version is not None and ids == list(range(ids[0], ids[0] + len(rows))), ids
+        return ids[0], version[0]
 
     def version(self, conversation_id: str) -> Any:
         with self._lock:

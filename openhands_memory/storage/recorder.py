@@ -14,7 +14,7 @@ import threading
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from .session import Session
 
@@ -66,6 +66,18 @@ class Recorder(ABC):
                 self._rollback(session)
                 raise
             self._commit(session)
+
+    def append(self, conversation_id: str, rows: Sequence[tuple[Any, ...]]) -> tuple[int, Any] | None:
+        """Append ``rows`` (``codec.event_row`` tuples; the id in each is ignored) to the
+        conversation in a write transaction of their own, with the next ids: (the first id,
+        the version the write left), or None when there is no such conversation. A backend
+        may do it in fewer round trips than these statements take (see PostgreSQL's)."""
+        with self.writing(conversation_id) as db:
+            first = db.last_id(conversation_id) + 1
+            if first == 0 and not db.conversation_exists(conversation_id):
+                return None
+            db.insert_events([(row[0], first + k, *row[2:]) for k, row in enumerate(rows)])
+            return first, db.touch(conversation_id)
 
     @contextmanager
     def reading(self, *, snapshot: bool = True) -> Iterator[Session]:

@@ -50,9 +50,33 @@ INSERT_HIDDEN = (
     "VALUES (?, ?, ?, ?, ?)"
 )
 
+# The view's statements that take no interval list (see Session.view_head and view_tail).
+VIEW_ENDS = (
+    "SELECT (SELECT MAX(id) FROM event WHERE conversation_id = ? AND id <= ?), "
+    "(SELECT MAX(id) FROM condensation WHERE conversation_id = ? AND id <= ?), "
+    "(SELECT MAX(id) FROM condensation WHERE conversation_id = ?)"
+)
+HIDDEN_LIVE = (
+    "SELECT start_id, end_id FROM hidden_run "
+    "WHERE conversation_id = ? AND until_id IS NULL ORDER BY start_id"
+)
+LATEST_SUMMARY = (
+    "SELECT c.id, e.uid, e.timestamp, c.summary, c.summary_offset "
+    "FROM condensation c JOIN event e ON e.conversation_id = c.conversation_id AND e.id = c.id "
+    "WHERE c.conversation_id = ? AND c.id <= ? "
+    "AND c.summary IS NOT NULL AND c.summary_offset IS NOT NULL "
+    "ORDER BY c.id DESC LIMIT 1"
+)
+LAST_REQUEST = (
+    "SELECT MAX(id) FROM event WHERE conversation_id = ? AND id <= ? "
+    "AND kind = 'CondensationRequest'"
+)
+
 # Intervals go to SQL as a VALUES list, so that reading a view costs a fixed number of
 # statements however many intervals it has.
 CHUNK = 4_000  # intervals per statement (two parameters each)
+#: A view's columns of each row: payloads only of the rows the model sees.
+VIEW_ROW_COLUMNS = "ev.id, ev.kind, ev.has_thinking, CASE WHEN ev.llm_visible THEN ev.payload END"
 
 
 class IntegrityViolation(Exception):
@@ -101,6 +125,12 @@ class Session(InspectionQueries):
 
     def translate(self, error: Exception) -> None:
         """Raise the library's error for a driver error, or return to let it pass."""
+
+    def run_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple]]:
+        """The rows of each statement, in order. The statements' parameters must not depend
+        on one another's results: a backend may send them together (PostgreSQL pipelines
+        them into one round trip); here they run one after another."""
+        return [self.all(text, params) for text, params in statements]
 
     def one(self, text: str, params: Sequence[Any] = ()) -> Any:
         row = self.execute(text, params).fetchone()
@@ -230,11 +260,7 @@ class Session(InspectionQueries):
     # --- hidden runs (see hidden.py) -----------------------------------------------------
 
     def hidden_live(self, cid: str) -> list[Run]:
-        return [(s, e) for s, e in self.all(
-            "SELECT start_id, end_id FROM hidden_run "
-            "WHERE conversation_id = ? AND until_id IS NULL ORDER BY start_id",
-            (cid,),
-        )]
+        return [(s, e) for s, e in self.all(HIDDEN_LIVE, (cid,))]
 
     def hidden_at(self, cid: str, condensation_id: int) -> list[Run]:
         return [(s, e) for s, e in self.all(
@@ -272,45 +298,73 @@ class Session(InspectionQueries):
 
     def view_ends(self, cid: str, upto: int) -> tuple[int, int | None, int | None]:
         """(the last event id <= upto, the newest condensation <= upto, the newest overall)."""
-        last, cond, newest = self.execute(
-            "SELECT (SELECT MAX(id) FROM event WHERE conversation_id = ? AND id <= ?), "
-            "(SELECT MAX(id) FROM condensation WHERE conversation_id = ? AND id <= ?), "
-            "(SELECT MAX(id) FROM condensation WHERE conversation_id = ?)",
-            (cid, upto, cid, upto, cid),
-        ).fetchone()
+        last, cond, newest = self.execute(VIEW_ENDS, (cid, upto, cid, upto, cid)).fetchone()
         return (-1 if last is None else last), cond, newest
+
+    def view_head(self, cid: str, upto: int) -> tuple[int, int | None, int | None, list[Run] | None]:
+        """``view_ends``, and the live hidden runs when they are the ones in force at
+        ``upto`` (no condensation after it), else None."""
+        last, cond, newest = self.view_ends(cid, upto)
+        return last, cond, newest, (self.hidden_live(cid) if cond == newest else None)
+
+    def view_tail(
+        self, cid: str, intervals: Sequence[Run], upto: int
+    ) -> tuple[list[tuple], list[tuple], tuple | None, int | None]:
+        """What a view reads once its intervals are known, in one ``run_all``: the rows
+        (``view_rows``), the interval edges (``view_edges``), the newest summary
+        (``latest_summary``) and the newest request (``last_request``)."""
+        rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS)
+        edges = self.edge_statements(cid, intervals)
+        results = self.run_all([*rows, *edges, (LATEST_SUMMARY, (cid, upto)), (LAST_REQUEST, (cid, upto))])
+        found_rows = [r for part in results[: len(rows)] for r in part]
+        found_edges = [r for part in results[len(rows) : len(rows) + len(edges)] for r in part]
+        summary, request = results[-2], results[-1]
+        return found_rows, found_edges, (summary[0] if summary else None), (request[0][0] if request else None)
+
+    def interval_statements(
+        self, cid: str, intervals: Sequence[Run], select: str, where: str = "", *, ordered: bool = True
+    ) -> list[tuple[str, list[Any]]]:
+        """The statements of ``over_intervals`` (one per CHUNK intervals)."""
+        out = []
+        for part in chunks(intervals, CHUNK):
+            cte, params = self.intervals_cte(part)
+            out.append((
+                f"{cte}SELECT {select} FROM {self.interval_join}{where}{self.interval_order if ordered else ''}",
+                [*params, cid],
+            ))
+        return out
 
     def over_intervals(
         self, cid: str, intervals: Sequence[Run], select: str, where: str = "", *, ordered: bool = True
     ) -> Iterator[tuple]:
         """``SELECT select`` over the event rows (``ev``) of ``intervals``, in id order
         (``ordered=False`` for an aggregate)."""
-        for part in chunks(intervals, CHUNK):
-            cte, params = self.intervals_cte(part)
-            yield from self.execute(
-                f"{cte}SELECT {select} FROM {self.interval_join}{where}{self.interval_order if ordered else ''}",
-                (*params, cid),
-            )
+        for text, params in self.interval_statements(cid, intervals, select, where, ordered=ordered):
+            yield from self.execute(text, params)
 
     def view_rows(self, cid: str, intervals: Sequence[Run]) -> Iterator[tuple[int, str, bool, str | None]]:
         """(id, kind, has_thinking, payload or None when not LLM-visible) of every row."""
-        return self.over_intervals(
-            cid, intervals, "ev.id, ev.kind, ev.has_thinking, CASE WHEN ev.llm_visible THEN ev.payload END"
-        )
+        return self.over_intervals(cid, intervals, VIEW_ROW_COLUMNS)
 
-    def view_edges(self, cid: str, intervals: Sequence[Run]) -> Iterator[tuple[int, int, int | None, Any]]:
-        """For each interval (s, e): the thinking action whose loop the row before s belongs
-        to, if any, and whether row e + 1 is a tool event that would continue a loop."""
+    def edge_statements(self, cid: str, intervals: Sequence[Run]) -> list[tuple[str, list[Any]]]:
+        out = []
         for part in chunks(intervals, CHUNK):
             cte, params = self.intervals_cte(part)
-            yield from self.execute(
+            out.append((
                 cte + "SELECT iv.s, iv.e, "
                 "(SELECT CASE WHEN kind = 'ActionEvent' AND has_thinking THEN id END FROM event "
                 f"WHERE conversation_id = ? AND id < iv.s AND {LOOP_EDGE} ORDER BY id DESC LIMIT 1), "
                 f"(SELECT kind IN ({TOOL_KIND_LIST}) AND NOT has_thinking FROM event "
                 "WHERE conversation_id = ? AND id = iv.e + 1) FROM iv",
-                (*params, cid, cid),
-            )
+                [*params, cid, cid],
+            ))
+        return out
+
+    def view_edges(self, cid: str, intervals: Sequence[Run]) -> Iterator[tuple[int, int, int | None, Any]]:
+        """For each interval (s, e): the thinking action whose loop the row before s belongs
+        to, if any, and whether row e + 1 is a tool event that would continue a loop."""
+        for text, params in self.edge_statements(cid, intervals):
+            yield from self.execute(text, params)
 
     def batch_sizes(self, cid: str, upto: int, rids: Iterable[str]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -329,22 +383,11 @@ class Session(InspectionQueries):
 
     def latest_summary(self, cid: str, upto: int) -> tuple[int, str, str, str, int] | None:
         """(condensation id, its uid, timestamp, summary, offset) of the newest summary."""
-        row = self.execute(
-            "SELECT c.id, e.uid, e.timestamp, c.summary, c.summary_offset "
-            "FROM condensation c JOIN event e ON e.conversation_id = c.conversation_id AND e.id = c.id "
-            "WHERE c.conversation_id = ? AND c.id <= ? "
-            "AND c.summary IS NOT NULL AND c.summary_offset IS NOT NULL "
-            "ORDER BY c.id DESC LIMIT 1",
-            (cid, upto),
-        ).fetchone()
+        row = self.execute(LATEST_SUMMARY, (cid, upto)).fetchone()
         return None if row is None else tuple(row)  # type: ignore[return-value]
 
     def last_request(self, cid: str, upto: int) -> int | None:
-        return self.one(
-            "SELECT MAX(id) FROM event WHERE conversation_id = ? AND id <= ? "
-            "AND kind = 'CondensationRequest'",
-            (cid, upto),
-        )
+        return self.one(LAST_REQUEST, (cid, upto))
 
     # --- token counts (see tokens.py) ----------------------------------------------------
 

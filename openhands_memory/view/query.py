@@ -14,13 +14,15 @@ The statements are ``storage.Session``'s; each has a plan test (tests/test_query
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .. import ranges
 from ..events import Event
-from .history import RowFacts, TailHistory, loop_spans
 from ..storage import END, Session, hidden
 from ..storage.codec import decode
+from .history import RowFacts, TailHistory, loop_spans
 
 
 @dataclass(frozen=True)
@@ -32,9 +34,6 @@ class Summary:
     offset: int
 
 
-def _summary(db: Session, cid: str, upto: int) -> Summary | None:
-    row = db.latest_summary(cid, upto)
-    return Summary(*row) if row else None
 
 
 @dataclass
@@ -69,9 +68,13 @@ class ViewData:
 def edges(db: Session, cid: str, intervals: list[ranges.Run], upto: int) -> tuple[dict[int, int], set[int]]:
     """For each interval: the thinking loop its first event may continue (``open_loop_at``),
     and whether the event after it continues a loop running into it (``continues_after``)."""
+    return _edges(db.view_edges(cid, intervals), upto)
+
+
+def _edges(rows: Iterable[tuple[int, int, int | None, Any]], upto: int) -> tuple[dict[int, int], set[int]]:
     open_loop_at: dict[int, int] = {}
     continues_after: set[int] = set()
-    for s, e, loop_start, continues in db.view_edges(cid, intervals):
+    for s, e, loop_start, continues in rows:
         if s > 0 and loop_start is not None:
             open_loop_at[s] = loop_start
         if e < upto and continues:
@@ -84,17 +87,20 @@ def load(db: Session, cid: str, at: int | None = None) -> ViewData:
 
     A fixed number of statements, whatever the history: the ends, the hidden runs, the rows
     of every visible interval, the interval edges, the batch counts, the summary, the request.
+    They go in three groups (``view_head``, ``view_tail``, the batch counts), each of which
+    a backend may send in one round trip.
     """
-    upto, last_cond, newest_cond = db.view_ends(cid, END if at is None else at)
-    runs = hidden.live(db, cid) if last_cond == newest_cond else hidden.at(db, cid, last_cond)
+    upto, last_cond, _newest, live = db.view_head(cid, END if at is None else at)
+    runs = live if live is not None else hidden.at(db, cid, last_cond)
     intervals = ranges.complement(runs, upto) if upto >= 0 else []
+    rows, edge_rows, summary, last_request = db.view_tail(cid, intervals, upto)
     facts: list[RowFacts] = []
     events: dict[int, Event] = {}
-    for seq, kind, thinking, payload in db.view_rows(cid, intervals):
+    for seq, kind, thinking, payload in rows:
         facts.append(RowFacts(seq, kind, bool(thinking)))
         if payload is not None:
             events[seq] = decode(kind, payload, seq)
-    open_loop_at, continues_after = edges(db, cid, intervals, upto)
+    open_loop_at, continues_after = _edges(edge_rows, upto)
     rids = {getattr(e, "llm_response_id") for e in events.values() if e.kind == "ActionEvent"}  # type: ignore[attr-defined]
     return ViewData(
         conversation_id=cid,
@@ -105,7 +111,7 @@ def load(db: Session, cid: str, at: int | None = None) -> ViewData:
         open_loop_at=open_loop_at,
         continues_after=continues_after,
         batch_sizes=db.batch_sizes(cid, upto, rids),
-        summary=_summary(db, cid, upto),
+        summary=Summary(*summary) if summary else None,
         last_condensation=last_cond,
-        last_request=db.last_request(cid, upto),
+        last_request=last_request,
     )
