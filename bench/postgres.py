@@ -269,10 +269,8 @@ def _writer(url: str, cid: str, worker: int, pairs: int, k: int, seed: int, read
     try:
         wl = workloads("sdk")[0]
         steps = wl.pairs(seed)
-        batches: list[list] = []
-        for _ in range(pairs):
-            pair = next(steps)
-            batches.extend([pair] if k == 2 else [[e] for e in pair])
+        events = [e for _ in range(pairs) for e in next(steps)]
+        batches = [events[i : i + k] for i in range(0, len(events), k)]
         with EventStore(url, create=False) as store:
             conv = store.conversation(cid)
             ready.put(worker)
@@ -293,8 +291,9 @@ def _writer(url: str, cid: str, worker: int, pairs: int, k: int, seed: int, read
 
 
 def concurrent_writers(url: str, cid: str, k: int, pairs: int, seed: int) -> tuple[float, list[str]]:
-    """(events/s, problems): WRITERS processes, ``pairs`` action+observation steps each, as
-    single events (k=1) or one ``append_many`` per step (k=2)."""
+    """(events/s, problems): WRITERS processes, ``pairs`` action+observation steps each,
+    written ``k`` events a transaction (k=1: ``append``; else ``append_many``; k=2: one
+    step, its action and observation, a transaction)."""
     with EventStore(url, create=False) as store:
         store.create_conversation(cid)
     ctx = multiprocessing.get_context("spawn")
