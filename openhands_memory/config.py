@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-import typing
 from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import ConfigError
 from .llm import LLMConfig
+from .settings import InvalidSetting
 
 
 def condenser_types() -> dict[str, type]:
@@ -68,28 +68,6 @@ def resolve_type(kind: Any, where: str) -> type:
     raise ConfigError(f"{label} {kind!r} is not a condenser type{hint}")
 
 
-def _settings(cls: type) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")}
-
-
-def _accepts(annotation: Any, value: Any) -> bool:
-    """A light type check of a TOML value against a setting's annotation."""
-    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, type(int | None)) else (annotation,)
-    for option in options:
-        if option is type(None) and value is None:
-            return True
-        if option is bool and isinstance(value, bool):
-            return True
-        if option is int and isinstance(value, int) and not isinstance(value, bool):
-            return True
-        if option is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True
-        if option is str and isinstance(value, str):
-            return True
-    return False
-
-
 def _llm(value: Any, where: str, llms: Mapping[str, Any]) -> LLMConfig:
     if value == "env" and "env" not in llms:
         config = LLMConfig.from_env()
@@ -105,7 +83,7 @@ def _llm(value: Any, where: str, llms: Mapping[str, Any]) -> LLMConfig:
             raise ConfigError(f"{where}.llm_config names [llm.{value}], which is not defined (defined: {known})")
         return LLMConfig.from_mapping(value, llms[value])
     if isinstance(value, Mapping):
-        return LLMConfig.from_mapping(f"{where}.llm_config", value)
+        return LLMConfig.from_mapping("llm_config", value, where=f"{where}.llm_config")
     raise ConfigError(f"{where}.llm_config must be the name of an [llm.NAME] section or a table")
 
 
@@ -118,38 +96,24 @@ def condenser_from_section(section: Any, llms: Mapping[str, Any], where: str = "
     if kind is None:
         raise ConfigError(f"{where}.type is missing (one of: {', '.join(sorted(types))})")
     cls = resolve_type(kind, where)
-    kind = cls.type  # errors below name the type as OpenHands does
-    settings = _settings(cls)
+    settings = {f.name for f in dataclasses.fields(cls) if f.init}
     values: dict[str, Any] = {}
     for key, value in section.items():
         if key == "type":
             continue
-        if key not in settings:
-            raise ConfigError(
-                f"{where}.{key} is not a setting of type {kind!r} (settings: {', '.join(sorted(settings)) or 'none'})"
-            )
-        if key == "llm_config":
-            values[key] = _llm(value, where, llms)
-        elif key == "condensers":
+        # Two settings are tables in the file and objects in Python; the rest are checked,
+        # unknown keys included, by the condenser itself.
+        if key == "llm_config" and key in settings:
+            value = _llm(value, where, llms)
+        elif key == "condensers" and key in settings:
             if not isinstance(value, list):
                 raise ConfigError(f"{where}.condensers must be an array of tables ([[{where}.condensers]])")
-            values[key] = [
-                condenser_from_section(item, llms, f"{where}.condensers[{i}]") for i, item in enumerate(value)
-            ]
-        elif not _accepts(settings[key], value):
-            raise ConfigError(f"{where}.{key} = {value!r} has the wrong type (expected {settings[key]})")
-        else:
-            values[key] = value
+            value = [condenser_from_section(item, llms, f"{where}.condensers[{i}]") for i, item in enumerate(value)]
+        values[key] = value
     try:
         return cls(**values)
-    except TypeError as e:  # a required setting is missing
-        raise ConfigError(f"{where}: {e}") from None
-    except ConfigError as e:
-        # Strategies name the setting as "<type>.<key>"; say where it sits in the file.
-        message, prefix = str(e), f"{kind}."
-        if message.startswith(prefix):
-            raise ConfigError(f"{where}.{message[len(prefix):]}") from None
-        raise ConfigError(f"{where}: {message}") from None
+    except InvalidSetting as e:
+        raise e.at(where) from None
 
 
 def llm_sections(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sqlite3
 import uuid
 from contextlib import contextmanager
@@ -19,9 +20,17 @@ from typing import TYPE_CHECKING, Any, Iterator, Literal
 from urllib.parse import quote
 
 from . import migrate
-from .errors import NotOurDatabase, SchemaTooNew, SchemaTooOld
+from .errors import (
+    DatabaseUnreachable,
+    NotOurDatabase,
+    PostgresUnavailable,
+    SchemaTooNew,
+    SchemaTooOld,
+)
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from sqlalchemy.engine import Connection, Engine
 
 Durability = Literal["normal", "full"]
@@ -41,7 +50,9 @@ class Location:
 
     @property
     def label(self) -> str:
-        return str(self.path) if self.path is not None else self.url
+        """How messages name the database: the path, or the URL without its password (a
+        message may reach a terminal, a CI log or a bug report)."""
+        return str(self.path) if self.path is not None else without_password(self.url)
 
     @classmethod
     def parse(cls, path_or_url: str | Path) -> "Location":
@@ -73,6 +84,48 @@ class Location:
         """The URL as the driver itself (psycopg) takes it: no SQLAlchemy dialect suffix."""
         scheme, rest = self.url.split("://", 1)
         return f"{scheme.split('+')[0]}://{rest}"
+
+
+def without_password(url: str) -> str:
+    """``url`` with any password shown as ``***``: ``postgresql://u:***@h/db``, and the
+    ``password`` parameter libpq also reads (``?password=...``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, host = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
+    tail = re.sub(r"([?&]password=)[^&]*", r"\1***", tail)
+    return f"{scheme}://{netloc}{slash}{tail}"
+
+
+def psycopg_module(location: Location) -> ModuleType:
+    """psycopg 3, which a PostgreSQL database needs; without it, one line saying what to
+    install (not an ImportError traceback)."""
+    try:
+        import psycopg
+    except ImportError:
+        raise PostgresUnavailable(location.label) from None
+    return psycopg
+
+
+def connect_server(location: Location, *, options: str | None = None) -> Any:
+    """A psycopg connection (autocommit) to a PostgreSQL database; a server that cannot be
+    reached, or a database that does not exist, is one line naming it and libpq's reason.
+    ``options``: libpq's start-up ``options`` (settings for the session, sent with the
+    connection request; they replace the URL's own, so pass those along)."""
+    psycopg = psycopg_module(location)
+    extra = {} if options is None else {"options": options}
+    try:
+        return psycopg.connect(location.driver_url, autocommit=True, **extra)
+    except psycopg.OperationalError as e:
+        # libpq: 'connection failed: connection to server at "h", port 5432 failed: FATAL:
+        # database "x" does not exist', then hints on further lines; the label names the
+        # host and port already, so the reason is what follows the last "failed: ".
+        first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        reason = first.rsplit(" failed: ", 1)[-1].strip().removeprefix("FATAL:").strip()
+        raise DatabaseUnreachable(location.label, reason) from None
 
 
 @dataclass(frozen=True)
@@ -150,9 +203,7 @@ def revision_of(location: Location) -> tuple[bool, str | None]:
     if location.path is not None:
         state = inspect_sqlite_file(location.path)
         return state.exists, state.revision
-    import psycopg
-
-    with psycopg.connect(location.driver_url, autocommit=True) as conn:
+    with connect_server(location) as conn:
         if conn.execute("SELECT to_regclass('alembic_version')").fetchone()[0] is None:
             return True, None
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
@@ -187,6 +238,8 @@ def make_engine(location: Location) -> "Engine":
     """A SQLAlchemy engine, for migrations (alembic speaks SQLAlchemy)."""
     from sqlalchemy import create_engine
 
+    if location.is_postgres:
+        psycopg_module(location)  # SQLAlchemy's own error would be a traceback
     return create_engine(location.sqlalchemy_url)
 
 
@@ -273,6 +326,7 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
     if not location.is_sqlite:
         if not location.is_postgres:
             raise NotOurDatabase(location.label, "only SQLite files and postgresql:// URLs are supported")
+        psycopg_module(location)
         return location  # judged on the recorder's own connection (judge_server)
     if location.path is None:
         raise NotOurDatabase(location.label, "give a file path or a postgresql:// URL")

@@ -78,6 +78,22 @@ class NotOurDatabase(SchemaError):
         super().__init__(f"{path} is not an openhands-memory database ({why}); it was left untouched")
 
 
+class PostgresUnavailable(OpenHandsMemoryError):
+    """A postgresql:// URL was given, and psycopg 3 is not installed."""
+
+    def __init__(self, label: str):
+        super().__init__(
+            f"{label}: PostgreSQL needs psycopg 3; install it with `pip install 'openhands-memory[postgres]'`"
+        )
+
+
+class DatabaseUnreachable(OpenHandsMemoryError):
+    """The PostgreSQL server refused the connection, or the database does not exist."""
+
+    def __init__(self, label: str, why: str):
+        super().__init__(f"{label}: cannot connect: {why}")
+
+
 class ConcurrentCondensation(OpenHandsMemoryError):
     """Another condensation landed after the view this one was computed from."""
 
@@ -92,3 +108,19 @@ class NoCondensationAvailable(OpenHandsMemoryError):
 
 class ReadOnlyViolation(OpenHandsMemoryError):
     """A statement given to the read-only SQL interface would change the database."""
+
+
+class QueryError(OpenHandsMemoryError):
+    """A statement given to the read-only SQL interface failed; the message says why."""
+
+
+class QueryTimeout(QueryError, TimeoutError):
+    """The statement ran past its time limit and was stopped."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        super().__init__(f"the query ran past its time limit of {seconds:g} s and was stopped")
+
+
+class MultipleStatements(QueryError):
+    """The read-only SQL interface runs one statement per call."""

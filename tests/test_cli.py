@@ -77,7 +77,7 @@ def old_db(tmp_path) -> Path:
     with engine.begin() as conn:
         conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
         migrate.upgrade(conn, migrate.REVISIONS[-2])
-        conn.exec_driver_sql("INSERT INTO conversation VALUES ('c', '2026-01-01', '{}')")
+        conn.exec_driver_sql("INSERT INTO conversation (id, created_at, metadata) VALUES ('c', '2026-01-01', '{}')")
     engine.dispose()
     return path
 
@@ -337,7 +337,7 @@ def test_migrate_backup_includes_wal_content(tmp_path, old_db):
     conn = sqlite3.connect(old_db)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA wal_autocheckpoint=0")
-    conn.execute("INSERT INTO conversation VALUES ('in-wal', '2026-01-02', '{}')")
+    conn.execute("INSERT INTO conversation (id, created_at, metadata) VALUES ('in-wal', '2026-01-02', '{}')")
     conn.commit()
     assert Path(f"{old_db}-wal").stat().st_size > 0
     run("migrate", old_db)
@@ -554,3 +554,30 @@ def test_doctor_rebuilds_condensation_bookkeeping(tmp_path):
     fixed = json.loads(run("view", db, "c", "--json").output)
     assert [e["id"] for e in fixed["events"]] == [0, None, 1, 8, 9]
     assert expected != fixed  # the broken file showed events it had forgotten
+
+
+# --- server URLs: one line, never the password ------------------------------------------------
+
+ONE_EVENT = f.user("hello").model_dump_json(exclude_none=True) + "\n"  # for append, read before connecting
+SERVER_COMMANDS = [["conversations"], ["stats"], ["view", "c"], ["sql", "SELECT 1"], ["doctor"], ["migrate"],
+                   ["append", "c", "-"], ["export", "c"]]
+
+
+@pytest.mark.parametrize("command", SERVER_COMMANDS, ids=lambda c: c[0])
+def test_an_unreachable_server_is_one_line_without_the_password(command):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    url = f"postgresql://om:s3cret@127.0.0.1:{port}/agents"
+    out = run(command[0], url, *command[1:], input=ONE_EVENT, code=1).output
+    assert out == f"Error: postgresql://om:***@127.0.0.1:{port}/agents: cannot connect: Connection refused\n"
+
+
+@pytest.mark.parametrize("command", SERVER_COMMANDS, ids=lambda c: c[0])
+def test_without_psycopg_a_server_url_says_what_to_install(monkeypatch, command):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` raises ImportError
+    out = run(command[0], "postgresql://om:s3cret@db.example/agents", *command[1:], input=ONE_EVENT, code=1).output
+    assert out == ("Error: postgresql://om:***@db.example/agents: PostgreSQL needs psycopg 3; install it "
+                   "with `pip install 'openhands-memory[postgres]'`\n")

@@ -146,7 +146,9 @@ def test_failure_reasons_are_named(db, tmp_path, server):
 
 def test_a_huge_reply_is_refused_not_stored(db, tmp_path, server):
     always(server, "huge")
-    result = invoke("condense", db, "c", "--config", config(tmp_path, server))
+    # 20 MB take a while to send on a loaded machine: a generous timeout, so the reply's size
+    # (not the clock) is what refuses it.
+    result = invoke("condense", db, "c", "--config", config(tmp_path, server, timeout=30.0))
     assert result.exit_code == 1 and "bad_response" in result.stderr
     assert condensations(db) == 0
     with sqlite3.connect(db) as conn:

@@ -962,3 +962,21 @@ def test_a_dry_run_writes_nothing_not_even_token_counts(store, conv):
     assert len(conv) == 62
     conv.condense(condenser)  # for real: the counts are cached now
     assert store.db.execute("SELECT COUNT(token_count) FROM event").fetchone()[0] > 0
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: AmortizedForgettingCondenser(max_size=20.0), "amortized.max_size (20.0) must be an integer"),
+        (lambda: AmortizedForgettingCondenser(max_size=True), "amortized.max_size (True) must be an integer"),
+        (lambda: AmortizedForgettingCondenser(max_sise=20), "amortized.max_sise is not a setting of type 'amortized'; did you mean 'max_size'?"),
+        (lambda: BrowserOutputCondenser(attention_window=0), "browser_output_masking.attention_window (0) must be at least 1"),
+        (lambda: PipelineCondenser([NoOpCondenser(), "recent"]), "pipeline.condensers[1] ('recent') must be an instance of Condenser"),
+    ],
+)
+def test_settings_are_checked_in_python_as_in_toml(build, message):
+    """A typo or a wrong type passed in Python is the same one-line ConfigError a TOML file
+    gets, never a value silently kept (10.0 events) or a keyword silently dropped."""
+    with pytest.raises(ConfigError) as info:
+        build()
+    assert str(info.value) == message

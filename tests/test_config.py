@@ -407,3 +407,42 @@ def test_unknown_type_suggests_the_nearest_name():
         condenser_from_toml({"condenser": {"type": "recent_event"}})
     with pytest.raises(ConfigError, match=r"is not a condenser type \(one of: amortized,"):
         condenser_from_toml({"condenser": {"type": "zzz"}})
+
+
+# --- the whole message: one line naming the key, the value and the rule ---------------------
+
+MESSAGES = [
+    (('[condenser]\ntype = "pipeline"\n[[condenser.condensers]]\ntype = "noop"\n'
+      '[[condenser.condensers]]\ntype = "amortized"\nmax_size = 0\n'),
+     "condenser.condensers[1].max_size (0) must be at least 1"),  # the README's example
+    ('[condenser]\ntype = "recent"\nmax_events = "ten"\n', "condenser.max_events ('ten') must be an integer"),
+    ('[condenser]\ntype = "amortized"\nmax_size = 10.5\n', "condenser.max_size (10.5) must be an integer"),
+    ('[condenser]\ntype = "observation_masking"\nattention_window = true\n',
+     "condenser.attention_window (True) must be an integer"),
+    ('[condenser]\ntype = "amortized"\nminimum_progress = 1.5\n', "condenser.minimum_progress (1.5) must be less than 1"),
+    ('[condenser]\ntype = "llm"\nminimum_progress = nan\n', "condenser.minimum_progress (nan) must be a finite number"),
+    ('[condenser]\ntype = "amortized"\nhard_fallback = "offline"\n',
+     "condenser.hard_fallback ('offline') must be 'raise' or 'reset'"),
+    ('[condenser]\ntype = "amortized"\nmax_size = 10\nkeep_first = 5\n',
+     ("condenser.keep_first (5) leaves no room to condense: it must be less than max_size // 2 (5); "
+      "lower keep_first or raise max_size")),
+    ('[condenser]\ntype = "recent"\nkeep_first = 5\nmax_events = 5\n',
+     "condenser.keep_first (5) must be less than max_events (5)"),
+    ('[condenser]\ntype = "recent"\nmax_size = 3\n',
+     "condenser.max_size is not a setting of type 'recent' (settings: keep_first, max_events)"),
+    ('[condenser]\ntype = "amortized"\nmax_sise = 3\n',
+     "condenser.max_sise is not a setting of type 'amortized'; did you mean 'max_size'?"),
+    ('[condenser]\ntype = "llm"\nllm_config = { model = "m", timeout = 0 }\n',
+     "condenser.llm_config.timeout (0) must be more than 0"),
+    ('[condenser]\ntype = "llm"\nllm_config = "x"\n[llm.x]\nmodel = "m"\nbase_url = 3\n',
+     "llm.x.base_url (3) must be a string"),
+    ('[condenser]\ntype = "llm"\nllm_config = "x"\n[llm.x]\nmodel = "m"\nretry_min_wait = 5\nretry_max_wait = 1\n',
+     "llm.x.retry_min_wait (5) must not exceed retry_max_wait (1)"),
+]
+
+
+@pytest.mark.parametrize("text, message", MESSAGES, ids=[m for _, m in MESSAGES])
+def test_error_message_in_full(text, message):
+    with pytest.raises(ConfigError) as info:
+        condenser_from_toml(tomllib.loads(text))
+    assert str(info.value) == message

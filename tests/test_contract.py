@@ -159,3 +159,39 @@ def test_eight_writer_processes_leave_gap_free_ids(database_url):
         per_worker = [[int(re.search(r"-(\d+)$", t).group(1)) for t in (e.llm_message.content[0].text for e in events)
                        if t.startswith(f"w{w}-")] for w in range(8)]
         assert all(order == list(range(40)) for order in per_worker)  # each writer's order kept
+
+
+def test_read_only_query_reads_bounds_and_refuses_alike(database_url):
+    """``storage.read_only_query``: the same answers and the same errors on both backends."""
+    from openhands_memory.errors import (
+        MultipleStatements,
+        QueryError,
+        QueryTimeout,
+        ReadOnlyViolation,
+    )
+    from openhands_memory.storage import read_only_query
+
+    with EventStore(database_url) as store:
+        store.create_conversation("c").append_many([f.user(f"m{i}") for i in range(5)])
+    result = read_only_query(database_url, "SELECT id FROM event ORDER BY id", timeout=10, max_rows=3)
+    assert (result.header, result.rows, result.truncated) == (["id"], [(0,), (1,), (2,)], True)
+    with pytest.raises(ReadOnlyViolation, match="^sql is read-only: "):
+        read_only_query(database_url, "DELETE FROM event", timeout=10, max_rows=3)
+    # PostgreSQL ran every statement of a string through the simple protocol: one could end
+    # the read-only transaction and write in the next (these deleted every row).
+    with pytest.raises(MultipleStatements, match="^give one SQL statement at a time"):
+        read_only_query(database_url, "SELECT 1; SELECT 2", timeout=10, max_rows=3)
+    for escape in ("COMMIT; DELETE FROM event",
+                   "COMMIT; SET default_transaction_read_only = off; COMMIT; DELETE FROM event",
+                   "COMMIT; BEGIN READ WRITE; DELETE FROM event; COMMIT"):
+        with pytest.raises((MultipleStatements, ReadOnlyViolation)):  # SQLite refuses the COMMIT first
+            read_only_query(database_url, escape, timeout=10, max_rows=3)
+    percent = read_only_query(database_url, "SELECT '50%' AS p WHERE 'a%' LIKE 'a%'", timeout=10, max_rows=3)
+    assert percent.rows == [("50%",)]  # the query is sent as it is, never read for placeholders
+    with pytest.raises(QueryError, match="^SQL error: "):
+        read_only_query(database_url, "SELEC 1", timeout=10, max_rows=3)
+    runaway = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r"
+    with pytest.raises(QueryTimeout, match=r"^the query ran past its time limit of 0\.3 s and was stopped$"):
+        read_only_query(database_url, runaway, timeout=0.3, max_rows=3)
+    with EventStore(database_url) as store:
+        assert len(store.conversation("c")) == 5  # the refused DELETE changed nothing

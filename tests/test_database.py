@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,59 @@ def test_older_file_opens_after_upgrade(db_path):
     engine.dispose()
     with EventStore(db_path) as store:
         assert store.create_conversation("c").append(f.user()) == 0
+
+
+# --- server URLs: passwords never printed, psycopg missing is one line -----------------------
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nobody listens once it is closed
+
+
+@pytest.mark.parametrize("url, label", [
+    ("postgresql://om:s3cret@db.example:5432/agents", "postgresql://om:***@db.example:5432/agents"),
+    ("postgres://om:p@ss:w@db.example/agents", "postgres://om:***@db.example/agents"),
+    ("postgresql://db.example/agents?sslmode=require&password=s3cret", "postgresql://db.example/agents?sslmode=require&password=***"),
+    ("postgresql://om@db.example/agents", "postgresql://om@db.example/agents"),
+])
+def test_a_url_is_named_without_its_password(url, label):
+    from openhands_memory.database import Location
+
+    assert Location.parse(url).label == label
+
+
+def test_an_unreachable_server_is_one_line_without_the_password():
+    from openhands_memory.errors import DatabaseUnreachable
+
+    url = f"postgresql://om:s3cret@127.0.0.1:{_closed_port()}/agents"
+    with pytest.raises(DatabaseUnreachable) as e:
+        EventStore(url)
+    assert str(e.value) == f"{url.replace('s3cret', '***')}: cannot connect: Connection refused"
+
+
+def test_a_missing_postgres_database_is_one_line(postgres_server):
+    from openhands_memory.errors import DatabaseUnreachable
+
+    url = postgres_server.rsplit("/", 1)[0] + "/ohm_no_such_database"
+    with pytest.raises(DatabaseUnreachable) as e:
+        EventStore(url)
+    assert str(e.value) == f'{url}: cannot connect: database "ohm_no_such_database" does not exist'
+
+
+def test_missing_psycopg_is_one_line_saying_what_to_install(monkeypatch):
+    from openhands_memory.errors import PostgresUnavailable
+    from openhands_memory.storage import read_only_query
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` raises ImportError
+    expected = ("postgresql://om:***@db.example/agents: PostgreSQL needs psycopg 3; install it with "
+                "`pip install 'openhands-memory[postgres]'`")
+    for attempt in (lambda: EventStore("postgresql://om:s3cret@db.example/agents"),
+                    lambda: read_only_query("postgresql://om:s3cret@db.example/agents", "SELECT 1",
+                                            timeout=1, max_rows=1)):
+        with pytest.raises(PostgresUnavailable) as e:
+            attempt()
+        assert str(e.value) == expected

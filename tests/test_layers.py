@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("conversation and view", ("store", "view", "messages", "observations", "tokens")),
     ("storage", ("storage", "database", "migrate", "migrations")),
-    ("events and schema", ("events", "errors", "schema", "ranges")),
+    ("events and schema", ("events", "errors", "schema", "ranges", "settings")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(reversed(LAYERS))}
 

@@ -392,6 +392,19 @@ def test_direct_construction_is_validated() -> None:
         LLMConfig(model="gpt-4o", timeout=0)
     with pytest.raises(ConfigError, match="LLMConfig.model"):
         LLMConfig(model="")
+    for kwargs, message in [
+        ({"timeout": "fast"}, "LLMConfig.timeout ('fast') must be a number"),
+        ({"num_retries": 1.5}, "LLMConfig.num_retries (1.5) must be an integer"),
+        ({"temperature": float("inf")}, "LLMConfig.temperature (inf) must be a finite number"),
+        ({"retry_min_wait": 5, "retry_max_wait": 1}, "LLMConfig.retry_min_wait (5) must not exceed retry_max_wait (1)"),
+        ({"temprature": 0.1}, "LLMConfig.temprature is not a setting of LLMConfig; did you mean 'temperature'?"),
+    ]:
+        with pytest.raises(ConfigError) as info:
+            LLMConfig(model="gpt-4o", **kwargs)  # type: ignore[arg-type]
+        assert str(info.value) == message
+    # An empty string in a TOML file means "not set"; a whole number of seconds is a number.
+    config = LLMConfig(model="gpt-4o", api_key="", timeout=5)
+    assert (config.api_key, config.timeout) == (None, 5.0)
 
 
 @settings(max_examples=50, deadline=None)
@@ -404,7 +417,7 @@ def test_direct_construction_is_validated() -> None:
 def test_retry_delay_stays_within_bounds(
     lo: float, extra: float, retry_number: int, server_wait: float | None
 ) -> None:
-    from openhands_memory import llm
+    from openhands_memory.llm.retry import retry_delay
 
     config = LLMConfig(model="m", retry_min_wait=lo, retry_max_wait=lo + extra)
 
@@ -414,7 +427,7 @@ def test_retry_delay_stays_within_bounds(
     exc = RuntimeError("x")
     if server_wait is not None:
         exc.litellm_response_headers = FakeHeaders({"retry-after": str(server_wait)})  # type: ignore[attr-defined]
-    delay = llm._retry_delay(config, retry_number, exc)
+    delay = retry_delay(config, retry_number, exc)
     assert lo <= delay <= lo + extra
     if server_wait is not None:
         assert delay >= min(server_wait, lo + extra)

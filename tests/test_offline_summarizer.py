@@ -426,7 +426,7 @@ def test_malformed_tool_arguments_do_not_crash():
 
 
 def test_rejects_a_tiny_cap():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^OfflineSummarizer\.max_chars \(10\) must be at least 200$"):
         OfflineSummarizer(max_chars=10)
 
 

@@ -29,13 +29,14 @@ def test_the_sdk_integration_suite_passes_in_the_sdk_environment(request, tmp_pa
             pytest.fail(message + "; OHM_REQUIRE_SDK=1 says it must run")
         pytest.skip(message)
     env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_PROXY": "*"}
+    env.pop("PYTEST_ADDOPTS", None)  # the outer run's options (CI's JUnit report) are not for this one
     try:
         env["OHM_TEST_POSTGRES_URL"] = request.getfixturevalue("postgres_server")
     except pytest.skip.Exception:
         pass  # no server here: the PostgreSQL half skips (or fails, with OHM_REQUIRE_POSTGRES=1)
     junit = tmp_path / "sdk.xml"
     done = subprocess.run(
-        [str(python), "-m", "pytest", "tests/sdk", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"],
+        [str(python), "-m", "pytest", "tests/sdk", "-q", "-o", "addopts=", "-p", "no:cacheprovider", f"--junitxml={junit}"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=1500,
     )
     output = (done.stdout + done.stderr)[-6000:]

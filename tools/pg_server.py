@@ -1,22 +1,29 @@
 """A throwaway PostgreSQL server on 127.0.0.1, for benchmarks and tries.
 
-    python tools/pg_server.py            # starts one, prints its URL, stops on Ctrl-C
+    python tools/pg_server.py            # starts one, prints its URL, stops on Ctrl-C or SIGTERM
 
 It uses the machine's server binaries (``pg_config --bindir``), a temporary data folder and a
 free port; as root it runs them as the ``postgres`` user (the server refuses to run as root).
 Settings favour speed over durability (``fsync=off``): never keep data you care about in it.
+
+The server is a daemon of its own: it outlives a process that ends without stopping it. So
+while one runs, SIGTERM (a CI timeout, ``kill``) is turned into ``KeyboardInterrupt``, which
+unwinds the process through the code that stops the server and deletes its folder.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Iterator
 
 FAST = ("-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
@@ -44,9 +51,36 @@ def _as_server_user(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
 
 
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While inside, SIGTERM raises KeyboardInterrupt, as Ctrl-C does: ``finally`` blocks and
+    pytest's teardown run instead of the process just ending. Only when SIGTERM still has its
+    default action (someone else's handler is left alone), and only in the main thread."""
+    mine = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+    if mine:
+        signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        if mine:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 @contextmanager
 def throwaway_server(user: str = "om", settings: str = FAST) -> Iterator[str]:
-    """Start a server, yield the URL of its ``postgres`` database, stop and delete it."""
+    """Start a server, yield the URL of its ``postgres`` database, stop and delete it (on
+    SIGTERM too, see the module's notes)."""
+    with sigterm_interrupts():
+        yield from _server(user, settings)
+
+
+def _server(user: str, settings: str) -> Iterator[str]:
     bins = bindir()
     root = Path(tempfile.mkdtemp(prefix="ohm-pg-"))
     data = root / "data"

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from . import output_format
-from .opening import is_url, open_reader, writing_store
+from .opening import is_url, open_reader, shown, writing_store
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number
 
 # --- init ------------------------------------------------------------------------------------
@@ -40,16 +40,16 @@ def init(db: str, as_json: bool) -> None:
 
         check_revision(db, state.revision)
         if as_json:
-            echo_json({"path": db, "created": False, "revision": state.revision})
+            echo_json({"path": shown(db), "created": False, "revision": state.revision})
         else:
-            click.echo(f"{db} is already an openhands-memory database (schema revision {state.revision})")
+            click.echo(f"{shown(db)} is already an openhands-memory database (schema revision {state.revision})")
         return
     with writing_store(db, create=True):
         pass
     if as_json:
-        echo_json({"path": db, "created": True, "revision": migrate.HEAD})
+        echo_json({"path": shown(db), "created": True, "revision": migrate.HEAD})
     else:
-        click.echo(f"created {db} (schema revision {migrate.HEAD})")
+        click.echo(f"created {shown(db)} (schema revision {migrate.HEAD})")
 
 
 # --- migrate ---------------------------------------------------------------------------------
@@ -119,11 +119,11 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_js
     location = Location.parse(db if is_url(db) else Path(db).expanduser())
     exists, current = revision_of(location)
     if not exists:
-        raise click.ClickException(f"{db}: no such database file")
+        raise click.ClickException(f"{shown(db)}: no such database file")
     if current is None:
-        raise click.ClickException(f"{db} is empty: nothing to migrate (create it with `openhands-memory init {db}`)")
+        raise click.ClickException(f"{shown(db)} is empty: nothing to migrate (create it with `openhands-memory init {shown(db)}`)")
     if current not in m.REVISIONS:
-        raise SchemaTooNew(db, current)
+        raise SchemaTooNew(shown(db), current)
     known = ", ".join(m.REVISIONS)
     if downgrade:
         if revision is None:
@@ -138,20 +138,20 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_js
         if target not in m.REVISIONS:
             raise click.BadParameter(f"{revision!r} is not a revision (one of {known})", param_hint="--revision")
         if m.REVISIONS.index(target) < m.REVISIONS.index(current):
-            raise click.UsageError(f"{db} is at {current}, newer than {target}: use --downgrade to go back")
+            raise click.UsageError(f"{shown(db)} is at {current}, newer than {target}: use --downgrade to go back")
         steps = m.pending(current, target)
         revision = target
         verb = "upgrade"
-    outcome: dict[str, Any] = {"path": db, "from": current, "to": revision if steps else current,
+    outcome: dict[str, Any] = {"path": shown(db), "from": current, "to": revision if steps else current,
                                "direction": verb, "steps": steps, "dry_run": dry_run, "backup": None}
     if not steps:
         if as_json:
             echo_json(outcome)
         else:
-            click.echo(f"{db} is already at revision {current}: nothing to do")
+            click.echo(f"{shown(db)} is already at revision {current}: nothing to do")
         return
     docs = _descriptions()
-    title = f"{verb} {db} from {current} to {revision}"
+    title = f"{verb} {shown(db)} from {current} to {revision}"
     if dry_run:
         if as_json:
             echo_json(outcome)
@@ -172,7 +172,7 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_js
         orig = getattr(e, "orig", None) or e
         detail = " ".join(str(orig).split())
         raise click.ClickException(
-            f"{db}: {verb} {current} -> {revision} failed ({detail}); the database's "
+            f"{shown(db)}: {verb} {current} -> {revision} failed ({detail}); the database's "
             f"revision mark ({current}) may disagree with its tables; nothing was changed"
         ) from None
     after = revision_of(location)[1]
@@ -181,10 +181,10 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_js
         echo_json(outcome)
         return
     if backup is not None:
-        click.echo(f"backed up {db} to {backup}")
+        click.echo(f"backed up {shown(db)} to {backup}")
     else:
-        click.echo(f"{db}: no backup is made of a server database (pg_dump first if you need one)")
-    click.echo(f"{verb}d {db}: {current} -> {after} ({len(steps)} revision{'s' if len(steps) > 1 else ''})")
+        click.echo(f"{shown(db)}: no backup is made of a server database (pg_dump first if you need one)")
+    click.echo(f"{verb}d {shown(db)}: {current} -> {after} ({len(steps)} revision{'s' if len(steps) > 1 else ''})")
 
 
 # --- conversations and stats -----------------------------------------------------------------
@@ -221,7 +221,7 @@ def conversations(db: str, fmt: str) -> None:
         echo_csv(keys, ([r[k] for k in keys] for r in rows))
     else:
         if not rows:
-            click.echo(f"{db} holds no conversations yet (add one with `import` or `append --create`)")
+            click.echo(f"{shown(db)} holds no conversations yet (add one with `import` or `append --create`)")
             return
         table = Table([
             Column("id", flex=True, min=8), Column("events", ">"), Column("visible", ">"),
@@ -294,7 +294,7 @@ def stats(db: str, conversation: str | None, fmt: str) -> None:
         title = f"conversation {ids[0]}"
     else:
         n = result["conversations"]
-        title = f"{db}: {n} conversation{'s' if n != 1 else ''}"
+        title = f"{shown(db)}: {n} conversation{'s' if n != 1 else ''}"
     if fmt == "json":
         echo_json({"scope": ids[0] if ids else "all", **result})
     else:

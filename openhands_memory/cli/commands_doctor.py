@@ -11,7 +11,7 @@ import click
 
 from ..inspection import doctor as checks
 from . import output_format
-from .opening import open_reader, open_store
+from .opening import open_reader, open_store, shown
 from .output import echo_json
 
 
@@ -81,10 +81,10 @@ def doctor(db: str, full: bool, fix: bool, fmt: str) -> None:
         checked = (f"{n} conversation{'s' if n != 1 else ''}, {report.events:,} events checked"
                    + (", in full" if full else ""))
         if report.healthy:
-            click.echo(click.style(f"{db} is healthy", fg="green") + f" ({checked})")
+            click.echo(click.style(f"{shown(db)} is healthy", fg="green") + f" ({checked})")
         else:
             fixable = sum(p.fixable for p in report.problems)
-            hint = (f"; {fixable} can be repaired: run `openhands-memory doctor {db} --fix`"
+            hint = (f"; {fixable} can be repaired: run `openhands-memory doctor {shown(db)} --fix`"
                     if fixable and not fix else "")
             click.echo(f"{len(report.problems)} problem{'s' if len(report.problems) != 1 else ''} ({checked}){hint}")
     if not report.healthy:

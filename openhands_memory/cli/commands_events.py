@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 from . import output_format
 from .describe import kind_label, one, source_label
 from .opening import conversation as open_conversation
-from .opening import judge, open_reader, writing_store
+from .opening import judge, open_reader, shown, writing_store
 from .output import Column, Table, echo_csv, echo_json, id_runs, note, term_width
 
 # --- append ----------------------------------------------------------------------------------
@@ -61,7 +61,7 @@ def append(db: str, conversation: str, file: str | None, create: bool, fmt: str)
         except ConversationNotFound:
             if not create:
                 raise click.ClickException(
-                    f"no conversation with id {conversation!r} in {db} (use --create to start it)"
+                    f"no conversation with id {conversation!r} in {shown(db)} (use --create to start it)"
                 ) from None
             cid = conversation
         result = append_events(store, cid, events, create=create)

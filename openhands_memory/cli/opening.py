@@ -9,7 +9,6 @@ revision), with the library's messages.
 
 from __future__ import annotations
 
-import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -25,6 +24,15 @@ if TYPE_CHECKING:
 def is_url(db: str) -> bool:
     """A server URL (PostgreSQL), not a file path."""
     return "://" in db and not db.startswith("sqlite://")
+
+
+def shown(db: str) -> str:
+    """``db`` as messages show it: a server URL without its password."""
+    if not is_url(db):
+        return db
+    from ..database import without_password
+
+    return without_password(db)
 
 
 def judge(db: str, *, must_exist: bool = True) -> Path:
@@ -48,14 +56,6 @@ def judge(db: str, *, must_exist: bool = True) -> Path:
         return path
     check_revision(db, state.revision)
     return path
-
-
-def open_readonly(db: str) -> sqlite3.Connection:
-    """A read-only connection to an openhands-memory database at the current schema (see
-    ``database.connect_readonly``: safe beside writers, and leaves no files behind)."""
-    from ..database import connect_readonly
-
-    return _closed_at_exit(connect_readonly(judge(db)))
 
 
 def _closed_at_exit(resource: Any) -> Any:

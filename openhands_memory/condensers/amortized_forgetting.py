@@ -6,14 +6,13 @@ condensation, so the cost of condensing is paid once per ``max_size // 2`` event
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..events import Condensation
+from ..settings import settings
 from ..view import View
 from .base import Reason, RollingCondenser, forgotten_runs
 
 
-@dataclass
+@settings()
 class AmortizedForgettingCondenser(RollingCondenser):
     type = "amortized"
 

@@ -15,10 +15,11 @@ import dataclasses
 import enum
 import logging
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Sequence
 
-from ..errors import ConfigError, NoCondensationAvailable
+from pydantic import Field, model_validator
+
+from ..errors import NoCondensationAvailable
 from ..events import (
     Condensation,
     CondensationNote,
@@ -26,9 +27,10 @@ from ..events import (
     Event,
     SystemPromptEvent,
 )
+from ..settings import SettingError, settings
 from ..tokens import RowTokens, TokenCounter, count_event
-from .tokenizers import counter_for
 from ..view import View
+from .tokenizers import counter_for
 
 if TYPE_CHECKING:
     from ..store import Conversation
@@ -45,8 +47,6 @@ class Reason(str, enum.Enum):
 class Requirement(str, enum.Enum):
     SOFT = "soft"  # no valid cut: keep the view and try again next step
     HARD = "hard"  # no valid cut: fall back (see ``hard_fallback``), or raise
-
-
 
 
 def _config_dict(obj: Any) -> dict[str, Any]:
@@ -137,7 +137,7 @@ def system_floor(view: View) -> int:
     return 0
 
 
-@dataclass
+@settings()
 class RollingCondenser(Condenser):
     """Condenses when a reason applies; cuts ``[start, end)`` at manipulation indices.
 
@@ -152,12 +152,12 @@ class RollingCondenser(Condenser):
       ``reset`` (forget all after the system prompt) or, for summarizers, ``offline``.
     """
 
-    max_size: int = 100
-    keep_first: int = 1
-    max_tokens: int | None = None
+    max_size: Annotated[int, Field(ge=1)] = 100
+    keep_first: Annotated[int, Field(ge=0)] = 1
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
     tokenizer: str | None = None
-    minimum_progress: float = 0.0
-    hard_fallback: str = "raise"
+    minimum_progress: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    hard_fallback: Literal["raise", "reset"] = "raise"
 
     summary_slot: ClassVar[int] = 0  # 1 for strategies that add a summary
     # The SDK's rule (LLMSummarizingCondenser): a request on a view too short for
@@ -165,32 +165,19 @@ class RollingCondenser(Condenser):
     # requirement falls back to a hard reset. False: the tail is clamped at zero (forget all
     # after the protected head), as the legacy strategies did.
     negative_tail_resets: ClassVar[bool] = False
-    hard_fallbacks: ClassVar[tuple[str, ...]] = ("raise", "reset")
 
-    def __post_init__(self) -> None:
-        self._validate()
-
-    def _validate(self) -> None:
-        name = self.type
-        if self.max_size < 1:
-            raise ConfigError(f"{name}.max_size ({self.max_size}) must be at least 1")
-        if self.keep_first < 0:
-            raise ConfigError(f"{name}.keep_first ({self.keep_first}) cannot be negative")
-        if self.max_size // 2 - self.keep_first - self.summary_slot <= 0:
-            raise ConfigError(
-                f"{name}.keep_first ({self.keep_first}) leaves no room to condense: it must be "
-                f"less than max_size // 2{' - 1' if self.summary_slot else ''} "
-                f"({self.max_size // 2 - self.summary_slot}); lower keep_first or raise max_size"
+    @model_validator(mode="after")
+    def _room_to_condense(self) -> RollingCondenser:
+        # A head this large leaves an events-triggered cut nothing to forget, forever.
+        room = self.max_size // 2 - self.summary_slot
+        if self.keep_first >= room:
+            raise SettingError(
+                "keep_first",
+                f"({self.keep_first}) leaves no room to condense: it must be less than "
+                f"max_size // 2{' - 1' if self.summary_slot else ''} ({room}); "
+                "lower keep_first or raise max_size",
             )
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise ConfigError(f"{name}.max_tokens ({self.max_tokens}) must be positive")
-        if not 0 <= self.minimum_progress < 1:
-            raise ConfigError(f"{name}.minimum_progress ({self.minimum_progress}) must be in [0, 1)")
-        if self.hard_fallback not in self.hard_fallbacks:
-            raise ConfigError(
-                f"{name}.hard_fallback ({self.hard_fallback!r}) must be one of "
-                f"{', '.join(self.hard_fallbacks)}"
-            )
+        return self
 
     def handles_condensation_requests(self) -> bool:
         return True

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Annotated
 
-from ..errors import ConfigError
+from pydantic import Field
+
 from ..events import ObservationEvent
+from ..settings import settings
 from ..view import View
 from .base import Condenser
 from .observation_masking import masked
@@ -16,17 +18,11 @@ def omitted(url: str) -> str:
     return f"Visited URL {url}\nContent omitted"
 
 
-@dataclass
+@settings()
 class BrowserOutputCondenser(Condenser):
     type = "browser_output_masking"
 
-    attention_window: int = 1
-
-    def __post_init__(self) -> None:
-        if self.attention_window < 1:
-            raise ConfigError(
-                f"browser_output_masking.attention_window ({self.attention_window}) must be at least 1"
-            )
+    attention_window: Annotated[int, Field(ge=1)] = 1
 
     def condense(self, view: View) -> View:
         seen = 0

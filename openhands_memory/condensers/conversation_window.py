@@ -7,8 +7,6 @@ nothing (that marked the request handled without shrinking anything, and looped)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import NoCondensationAvailable
 from ..events import (
     Condensation,
@@ -21,6 +19,7 @@ from ..events import (
     SystemPromptEvent,
     TextContent,
 )
+from ..settings import settings
 from ..view import View
 from .base import Condenser, forgotten_runs
 
@@ -58,7 +57,7 @@ def essential_positions(events: list[Event]) -> set[int]:
     return keep
 
 
-@dataclass
+@settings()
 class ConversationWindowCondenser(Condenser):
     type = "conversation_window"
 

@@ -10,12 +10,13 @@ reply is unusable and the requirement is hard, the newest events are kept.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import ClassVar
 
 from ..errors import NoCondensationAvailable
 from ..events import Condensation
 from ..llm import LLMReply, complete
+from ..settings import settings
 from ..view import View
 from .base import Reason, forgotten_runs, system_floor
 from .llm_base import LLMCondenser, ModelNotCalled, SummarizerFailed, longest
@@ -59,7 +60,7 @@ def parse_ranking(reply: LLMReply) -> list[int]:
     return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
 
 
-@dataclass
+@settings()
 class LLMAttentionCondenser(LLMCondenser):
     type = "llm_attention"
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Callable, ClassVar, TypeVar
+from typing import Annotated, Callable, ClassVar, Literal, TypeVar
+
+from pydantic import Field
 
 from ..errors import NoCondensationAvailable
 from ..events import Condensation, CondensationSummaryEvent, Event
 from ..llm import ContextWindowError, LLMCall, LLMConfig, LLMError, LLMReply
+from ..settings import settings
 from ..view import View
 from .base import Reason, RollingCondenser, forgotten_runs, summary_offset
 from .rendering import describe
@@ -49,7 +52,7 @@ class ModelNotCalled(NoCondensationAvailable):
 PREVIEW_SUMMARY = "(not written: a dry run does not call the model)"
 
 
-@dataclass
+@settings()
 class LLMCondenser(RollingCondenser):
     """A rolling strategy that asks a model. Without ``llm_config`` it uses the offline summarizer.
 
@@ -58,12 +61,11 @@ class LLMCondenser(RollingCondenser):
     """
 
     llm_config: LLMConfig | None = None
-    max_event_length: int = 10_000
-    hard_context_reset_max_retries: int = 5
-    hard_context_reset_context_scaling: float = 0.8
-    hard_fallback: str = "offline"
+    max_event_length: Annotated[int, Field(ge=100)] = 10_000
+    hard_context_reset_max_retries: Annotated[int, Field(ge=1)] = 5
+    hard_context_reset_context_scaling: Annotated[float, Field(gt=0, lt=1)] = 0.8
+    hard_fallback: Literal["offline", "reset", "raise"] = "offline"  # type: ignore[assignment]
 
-    hard_fallbacks: ClassVar[tuple[str, ...]] = ("offline", "reset", "raise")
     purpose: ClassVar[str] = "summary"
     _calls: list[LedgerEntry] = field(default_factory=list, init=False, repr=False, compare=False)
     # Set by callers, never configured: ``preview`` stands a placeholder in for every model
@@ -83,17 +85,6 @@ class LLMCondenser(RollingCondenser):
     def condense(self, view: View):  # type: ignore[override]
         self.failure, self.needs_model = None, False
         return super().condense(view)
-
-    def _validate(self) -> None:
-        super()._validate()
-        from ..errors import ConfigError
-
-        if self.max_event_length < 100:
-            raise ConfigError(f"{self.type}.max_event_length ({self.max_event_length}) must be at least 100")
-        if self.hard_context_reset_max_retries < 1:
-            raise ConfigError(f"{self.type}.hard_context_reset_max_retries must be at least 1")
-        if not 0 < self.hard_context_reset_context_scaling < 1:
-            raise ConfigError(f"{self.type}.hard_context_reset_context_scaling must be between 0 and 1")
 
     def take_calls(self) -> list[LedgerEntry]:
         calls, self._calls = self._calls, []
@@ -149,11 +140,11 @@ class LLMCondenser(RollingCondenser):
         raise self.failure
 
 
-@dataclass
+@settings()
 class SummarizingCondenser(LLMCondenser):
     """Forget the middle and put a summary of it (and of the previous summary) in its place."""
 
-    minimum_progress: float = 0.1
+    minimum_progress: Annotated[float, Field(ge=0, lt=1)] = 0.1
 
     summary_slot: ClassVar[int] = 1
     negative_tail_resets: ClassVar[bool] = True  # as the SDK: a negative tail is a hard reset

@@ -7,10 +7,9 @@ Without ``llm_config`` the offline summarizer writes it (no API key needed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..events import Event
 from ..llm import LLMReply, complete
+from ..settings import settings
 from .llm_base import SummarizingCondenser, longest
 from .rendering import render
 
@@ -45,7 +44,7 @@ def prompt_messages(events: list[Event], previous: str | None, max_event_length:
     ]
 
 
-@dataclass
+@settings()
 class LLMSummarizingCondenser(SummarizingCondenser):
     type = "llm"
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..settings import settings
 from ..view import View
 from .base import Condenser
 
 
-@dataclass
+@settings()
 class NoOpCondenser(Condenser):
     type = "noop"
 

@@ -6,10 +6,12 @@ Unlike the legacy strategy, a masked result keeps its tool call id, so the call 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Annotated
 
-from ..errors import ConfigError
+from pydantic import Field
+
 from ..events import AgentErrorEvent, Event, ObservationEvent, RecallObservation
+from ..settings import settings
 from ..view import View
 from .base import Condenser
 
@@ -33,17 +35,11 @@ def masked(e: Event, text: str) -> Event:
     return copy.with_seq(e.seq) if e.seq is not None else copy
 
 
-@dataclass
+@settings()
 class ObservationMaskingCondenser(Condenser):
     type = "observation_masking"
 
-    attention_window: int = 100
-
-    def __post_init__(self) -> None:
-        if self.attention_window < 1:
-            raise ConfigError(
-                f"observation_masking.attention_window ({self.attention_window}) must be at least 1"
-            )
+    attention_window: Annotated[int, Field(ge=1)] = 100
 
     def condense(self, view: View) -> View:
         cutoff = len(view) - self.attention_window

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from ..events import Condensation
+from ..settings import settings
 from ..view import View
 from .base import Condenser
 
 
-@dataclass
+@settings()
 class PipelineCondenser(Condenser):
     type = "pipeline"
 

@@ -6,29 +6,27 @@ when the view was shorter than ``max_events``, and cuts only where tool calls st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Annotated
 
-from ..errors import ConfigError
+from pydantic import Field, model_validator
+
+from ..settings import SettingError, settings
 from ..view import View
 from .base import Condenser, system_floor
 
 
-@dataclass
+@settings()
 class RecentEventsCondenser(Condenser):
     type = "recent"
 
-    keep_first: int = 1
-    max_events: int = 100
+    keep_first: Annotated[int, Field(ge=0)] = 1
+    max_events: Annotated[int, Field(ge=1)] = 100
 
-    def __post_init__(self) -> None:
-        if self.keep_first < 0:
-            raise ConfigError(f"recent.keep_first ({self.keep_first}) cannot be negative")
-        if self.max_events < 1:
-            raise ConfigError(f"recent.max_events ({self.max_events}) must be at least 1")
+    @model_validator(mode="after")
+    def _head_fits(self) -> RecentEventsCondenser:
         if self.keep_first >= self.max_events:
-            raise ConfigError(
-                f"recent.keep_first ({self.keep_first}) must be less than max_events ({self.max_events})"
-            )
+            raise SettingError("keep_first", f"({self.keep_first}) must be less than max_events ({self.max_events})")
+        return self
 
     def condense(self, view: View) -> View:
         if len(view) <= self.max_events:

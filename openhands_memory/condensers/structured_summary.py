@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 
 from ..events import Event
 from ..llm import LLMReply, complete
+from ..settings import settings
 from .llm_base import SummarizingCondenser, longest
 from .llm_summarizing import prompt_messages
 
@@ -108,7 +109,7 @@ def parse_state(reply: LLMReply) -> StateSummary:
     return StateSummary(**{k: v if isinstance(v, str) else json.dumps(v) for k, v in args.items() if k in known})
 
 
-@dataclass
+@settings()
 class StructuredSummaryCondenser(SummarizingCondenser):
     type = "structured"
 

@@ -3,15 +3,15 @@
 ``open_recorder`` judges what a path or URL holds (refusing anything that is not ours before
 a byte changes), creates it at the head revision when it is new, and returns the recorder for
 its backend: ``sqlite.SqliteRecorder`` for a file, ``postgres.PostgresRecorder`` for a
-``postgresql://`` URL.
+``postgresql://`` URL. ``read_only_query`` runs one statement that cannot write, on either.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..database import Durability, Location, open_location
-from .recorder import Recorder
+from ..database import Durability, Location, open_location, psycopg_module
+from .recorder import QueryResult, Recorder
 from .session import END, IntegrityViolation, Session
 
 
@@ -31,4 +31,23 @@ def open_recorder(
     return PostgresRecorder(location, create=create, readonly=readonly)
 
 
-__all__ = ["END", "IntegrityViolation", "Location", "Recorder", "Session", "open_recorder"]
+def read_only_query(path_or_url: str | Path, query: str, *, timeout: float, max_rows: int) -> QueryResult:
+    """One statement that cannot write, on the backend ``path_or_url`` names (see
+    ``QueryResult`` for what each backend promises). The database is not judged here: a
+    caller that wants a clear refusal of a file that is not ours judges it first."""
+    location = Location.parse(path_or_url)
+    if location.is_sqlite:
+        from .sqlite import read_only_query as run
+
+        assert location.path is not None
+        return run(location.path, query, timeout=timeout, max_rows=max_rows)
+    psycopg_module(location)
+    from .postgres import read_only_query as run_on_server
+
+    return run_on_server(location, query, timeout=timeout, max_rows=max_rows)
+
+
+__all__ = [
+    "END", "IntegrityViolation", "Location", "QueryResult", "Recorder", "Session", "open_recorder",
+    "read_only_query",
+]

@@ -24,10 +24,15 @@ import functools
 import re
 from typing import Any, Sequence
 
-from ..database import Location, judge_server
-from ..errors import NotOurDatabase
+from ..database import Location, connect_server, judge_server
+from ..errors import (
+    MultipleStatements,
+    QueryError,
+    QueryTimeout,
+    ReadOnlyViolation,
+)
 from .codec import EVENT_COLUMNS
-from .recorder import Recorder
+from .recorder import QueryResult, Recorder
 from .session import (
     END,
     HIDDEN_LIVE,
@@ -65,9 +70,14 @@ def _with_options(url: str, settings: list[str]) -> str:
     then ours, which win where both set something."""
     import os
 
-    from psycopg.conninfo import conninfo_to_dict
-
-    given = conninfo_to_dict(url).get("options") or os.environ.get("PGOPTIONS", "")
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:  # connect_server says what to install
+        return " ".join(settings)
+    try:
+        given = conninfo_to_dict(url).get("options") or os.environ.get("PGOPTIONS", "")
+    except Exception:  # noqa: BLE001  a URL libpq cannot parse: connect_server says why
+        return " ".join(settings)
     return " ".join([*([str(given)] if given else []), *settings])
 
 
@@ -238,23 +248,16 @@ class PostgresRecorder(Recorder):
     backend = "postgresql"
 
     def __init__(self, location: Location, *, create: bool = True, readonly: bool = False):
-        import psycopg
-
         super().__init__()
         self.label = location.label
         self.readonly = readonly
-        try:
-            # Autocommit: transactions are begun explicitly, as on SQLite (or are a pipeline's
-            # implicit one: see append). The session's settings travel with the start-up
-            # message, which costs no round trip of its own.
-            settings = [f"-c {name}={value}" for name, value in SESSION_SETTINGS]
-            if readonly:  # every transaction of this connection is read-only
-                settings.append("-c default_transaction_read_only=on")
-            self.conn = psycopg.connect(location.driver_url, autocommit=True,
-                                        options=_with_options(location.driver_url, settings))
-        except psycopg.OperationalError as e:
-            lines = [x for x in str(e).strip().splitlines() if x.strip()]
-            raise NotOurDatabase(location.label, f"cannot connect: {lines[-1] if lines else e}") from None
+        # Autocommit: transactions are begun explicitly, as on SQLite (or are a pipeline's
+        # implicit one: see append). The session's settings travel with the start-up message,
+        # which costs no round trip of its own.
+        settings = [f"-c {name}={value}" for name, value in SESSION_SETTINGS]
+        if readonly:  # every transaction of this connection is read-only
+            settings.append("-c default_transaction_read_only=on")
+        self.conn = connect_server(location, options=_with_options(location.driver_url, settings))
         try:
             judge_server(location, self.conn, create=create and not readonly)
         except BaseException:
@@ -475,9 +478,8 @@ class _LibpqAppender:
         return version, ids
 
 
-def read_only_query(location: Location, query: str, *, timeout: float, max_rows: int) -> tuple[list[str], list[tuple], bool]:
-    """Run one statement that cannot write: (column names, at most ``max_rows`` rows, whether
-    there were more).
+def read_only_query(location: Location, query: str, *, timeout: float, max_rows: int) -> QueryResult:
+    """Run one statement that cannot write on the server (see ``QueryResult``).
 
     Read-only by construction: the session's transactions are read-only by default, the
     statement runs inside ``BEGIN READ ONLY`` (which nothing in the statement can turn back:
@@ -487,21 +489,32 @@ def read_only_query(location: Location, query: str, *, timeout: float, max_rows:
     """
     import psycopg
 
-    from ..errors import ReadOnlyViolation
-
-    with psycopg.connect(location.driver_url, autocommit=True) as conn:
+    with connect_server(location) as conn:
         conn.execute("SET default_transaction_read_only = on")
         conn.execute("BEGIN READ ONLY")
         conn.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
         try:
-            cursor = conn.execute(query)  # type: ignore[call-overload]
+            # prepare=True: the extended protocol, which takes one statement. Without it
+            # psycopg sends a query without parameters by the simple protocol, which runs
+            # every statement in the string: "COMMIT; BEGIN READ WRITE; DELETE ..." wrote.
+            cursor = conn.execute(query, prepare=True)  # type: ignore[call-overload]
             rows = cursor.fetchmany(max_rows + 1) if cursor.description else []
             header = [d.name for d in cursor.description or []]
         except psycopg.errors.ReadOnlySqlTransaction as e:
-            raise ReadOnlyViolation(f"sql is read-only: {str(e).splitlines()[0]}") from None
+            raise ReadOnlyViolation(f"sql is read-only: {_first_line(e)}") from None
         except psycopg.errors.QueryCanceled:
-            raise TimeoutError(f"the query ran past its time limit of {timeout:g} s and was stopped") from None
+            raise QueryTimeout(timeout) from None
+        except psycopg.errors.SyntaxError as e:
+            if "multiple commands" in str(e):  # the extended protocol takes one statement
+                raise MultipleStatements(f"give one SQL statement at a time ({_first_line(e)})") from None
+            raise QueryError(f"SQL error: {_first_line(e)}") from None
+        except psycopg.Error as e:
+            raise QueryError(f"SQL error: {_first_line(e)}") from None
         finally:
             if conn.info.transaction_status != 0:  # not idle: end the transaction
                 conn.execute("ROLLBACK")
-    return header, [tuple(r) for r in rows[:max_rows]], len(rows) > max_rows
+    return QueryResult(header, [tuple(r) for r in rows[:max_rows]], len(rows) > max_rows)
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

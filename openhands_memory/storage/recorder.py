@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from .session import Session
@@ -92,3 +93,19 @@ class Recorder(ABC):
                 yield session
             finally:
                 self._rollback(session)
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """What a backend's ``read_only_query`` returns: the columns, at most ``max_rows`` rows,
+    and whether more were available.
+
+    Each backend runs one statement that cannot write, by construction, and fails with the
+    library's errors: ``ReadOnlyViolation`` naming what would have written,
+    ``MultipleStatements``, ``QueryTimeout``, ``QueryError`` for anything else the database
+    refused; Ctrl-C stops the statement and raises ``KeyboardInterrupt``.
+    """
+
+    header: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool

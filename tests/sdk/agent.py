@@ -13,11 +13,11 @@ from pathlib import Path
 os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from openhands.sdk import LLM, Agent, LocalConversation  # noqa: E402
-from pydantic import SecretStr  # noqa: E402
+from openhands.sdk import LLM, Agent, LocalConversation
+from pydantic import SecretStr
 
-from openhands_memory.integrations.openhands_sdk import DatabaseFileStore, SDKCondenser  # noqa: E402
-from tests.llm_server import FakeLLMServer, Reply  # noqa: E402
+from openhands_memory.integrations.openhands_sdk import DatabaseFileStore, SDKCondenser
+from tests.llm_server import FakeLLMServer, Reply
 
 # A rolling summary (the offline summarizer: no key) every 40 events, keeping the system
 # prompt and the task.

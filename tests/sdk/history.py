@@ -3,14 +3,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
-from openhands.sdk.event import ActionEvent, MessageEvent, ObservationEvent, SystemPromptEvent
+from openhands.sdk.event import (
+    ActionEvent,
+    MessageEvent,
+    ObservationEvent,
+    SystemPromptEvent,
+)
 from openhands.sdk.event.base import Event
 from openhands.sdk.llm import Message, MessageToolCall, TextContent
 from openhands.sdk.tool.builtins.think import ThinkAction, ThinkObservation
-from openhands.tools.browser_use.definition import BrowserNavigateAction, BrowserObservation
+from openhands.tools.browser_use.definition import (
+    BrowserNavigateAction,
+    BrowserObservation,
+)
 
 
 def _call(step: int, k: int, name: str, action, observation) -> tuple[ActionEvent, ObservationEvent]:
@@ -43,7 +50,3 @@ def steps(n: int) -> Iterator[list[Event]]:
             calls = [_call(step, k, "think", ThinkAction(thought=f"thought {step}.{k} " + "x" * (40 * (step % 9))),
                            ThinkObservation.from_text("Your thought has been logged.")) for k in range(width)]
         yield [a for a, _ in calls] + [o for _, o in calls]
-
-
-def as_json(e: Event) -> str:
-    return json.loads(e.model_dump_json(exclude_none=True))

@@ -23,6 +23,7 @@ from pydantic import SecretStr
 
 from openhands_memory.errors import ConfigError
 from openhands_memory.inspection import doctor
+from openhands_memory.inspection.history import history
 from openhands_memory.integrations.openhands_sdk import DatabaseFileStore, SDKCondenser
 from tests.llm_server import FakeLLMServer, Reply, text_reply
 
@@ -89,19 +90,32 @@ def replay(condenser: SDKCondenser, database: str, n_steps: int, *, request_at: 
 
 
 @pytest.mark.parametrize("name", list(ROLLING))
-def test_rolling_strategies_condense_as_the_sdk_sees_it(name, database_url):
+def test_rolling_strategies_condense_as_the_sdk_sees_it(name, tmp_path):
     request_at = 30 if "request" in name else None
-    _, condensations, _ = replay(SDKCondenser.from_toml(toml(ROLLING[name])), database_url, 60, request_at=request_at)
+    condenser = SDKCondenser.from_toml(toml(ROLLING[name]))
+    _, condensations, _ = replay(condenser, str(tmp_path / "rolling.db"), 60, request_at=request_at)
     assert condensations >= (1 if request_at else 3)
+
+
+def test_a_rolling_summary_condenses_as_the_sdk_sees_it_on_both_backends(database_url):
+    _, condensations, _ = replay(SDKCondenser.from_toml(toml(ROLLING["pipeline"])), database_url, 60)
+    assert condensations >= 3
 
 
 @pytest.mark.parametrize("name", list(LLM_ROLLING))
 def test_llm_strategies_call_the_model_and_condense(name, tmp_path):
     with FakeLLMServer(summarizer_replies) as server:
         condenser = SDKCondenser.from_toml(toml(LLM_ROLLING[name], server.url))
-        _, condensations, _ = replay(condenser, str(tmp_path / "llm.db"), 45)
+        fs, condensations, _ = replay(condenser, str(tmp_path / "llm.db"), 45)
         assert condensations >= 2
         assert len(server.requests) == condensations
+    # Why each was made, and the calls behind it, are stored with it (history, the ledger).
+    made = [r.condensation for r in history(fs.store, fs.conversation_id) if r.condensation]
+    assert [m["strategy"] for m in made] == [condenser.strategy.type] * condensations
+    assert all(m["reason"] for m in made)
+    with fs.store.reading() as db:
+        (totals,) = db.llm_call_totals([fs.conversation_id])
+    assert totals[:4] == ("openai/test-model", condenser.strategy.purpose, "ok", condensations)
 
 
 def test_masking_rewrites_what_is_sent_and_keeps_the_sdk_objects(tmp_path):

@@ -89,11 +89,10 @@ def test_the_log_is_append_only(fs):
 def test_what_is_written_under_the_lock_commits_together_or_not_at_all(fs, database_url):
     fs.write("base_state.json", "{}")
     a, b = message("a"), message("b")
-    with pytest.raises(RuntimeError):
-        with fs.lock("events/.eventlog.lock"):
-            fs.write(f"events/event-00000-{a.id}.json", a.model_dump_json())
-            assert fs.exists(f"events/event-00000-{a.id}.json")  # seen inside the block
-            raise RuntimeError("the process fails mid-append")
+    with pytest.raises(RuntimeError), fs.lock("events/.eventlog.lock"):
+        fs.write(f"events/event-00000-{a.id}.json", a.model_dump_json())
+        assert fs.exists(f"events/event-00000-{a.id}.json")  # seen inside the block
+        raise RuntimeError("the process fails mid-append")
     assert fs.list("events") == []
     with fs.lock("events/.eventlog.lock"):
         fs.write(f"events/event-00000-{a.id}.json", a.model_dump_json())
@@ -133,3 +132,14 @@ def test_deleting_the_conversation_folder_deletes_the_conversation(fs, database_
     assert not fs.exists("") and not fs.exists("base_state.json")
     with EventStore(database_url) as store:
         assert fs.conversation_id not in store
+
+
+def test_a_refused_first_write_leaves_nothing_and_the_next_one_works(fs, database_url):
+    e = message("a")
+    with pytest.raises(ValueError, match="gap"):
+        fs.write(f"events/event-00001-{e.id}.json", e.model_dump_json())
+    with EventStore(database_url) as store:
+        assert fs.conversation_id not in store  # the conversation it began to create is gone
+    fs.write("base_state.json", "{}")
+    fs.write(f"events/event-00000-{e.id}.json", e.model_dump_json())
+    assert fs.list("events") == [f"events/event-00000-{e.id}.json"]

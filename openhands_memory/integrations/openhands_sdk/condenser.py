@@ -15,6 +15,8 @@ ours, runs the strategy, and converts the answer back:
   rows then agree, id for id.
 * A rewritten view (masking) comes back with the SDK's own event objects wherever the
   strategy kept an event as it was.
+* Why the condensation was made, and the ledger of the model calls behind it, go to the
+  DatabaseFileStore that stores it (``handoff.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ...config import condenser_from_section, condenser_from_toml
 from ...errors import ConfigError
 from ...events import Condensation, CondensationSummaryEvent, Event, event_from_json
 from ...view import View
+from . import handoff
 
 
 class SDKCondenser(CondenserBase):
@@ -76,11 +79,16 @@ class SDKCondenser(CondenserBase):
     def handles_condensation_requests(self) -> bool:
         return self.strategy.handles_condensation_requests()
 
-    def condense(self, view: SDKView, agent_llm: LLM | None = None) -> SDKView | SDKCondensation:  # noqa: ARG002
+    def condense(self, view: SDKView, agent_llm: LLM | None = None) -> SDKView | SDKCondensation:
         ours = self._our_view(view)
-        result = self.strategy.condense(ours)
+        try:
+            result = self.strategy.condense(ours)
+        finally:
+            calls = self.strategy.take_calls()
         if isinstance(result, Condensation):
-            return _sdk_condensation(result, view)
+            made = _sdk_condensation(result, view)
+            handoff.leave(made.id, handoff.Handoff(result.note, [c for c in calls if c.produced]))
+            return made
         if result is ours:
             return view
         return _sdk_view(result, view, ours)

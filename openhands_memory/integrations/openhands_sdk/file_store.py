@@ -26,17 +26,25 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from openhands.sdk.io import FileStore
 
-from ...events import Event, event_from_json
+from ...condense import record_calls
+from ...events import Condensation, Event, event_from_json
 from ...storage import Session
 from ...store import Conversation, EventStore
-from . import paths
-from .paths import BaseState, EventFile, EventsDir, LengthMarker, LockFile, OtherFile, Root
+from . import handoff, paths
+from .paths import (
+    BaseState,
+    EventFile,
+    EventsDir,
+    LengthMarker,
+    LockFile,
+    OtherFile,
+    Root,
+)
 
 BLOCK = 256  # events read per statement when the SDK reads the log one file at a time
 BLOCKS_KEPT = 8
@@ -58,6 +66,7 @@ class DatabaseFileStore(FileStore):
         self._held: Session | None = None  # the write transaction lock() holds
         self._committed: list[tuple[list[Event], list[int]]] = []  # to give the cache on commit
         self._blocks: OrderedDict[int, dict[int, tuple[str, str]]] = OrderedDict()
+        self._exists = False  # the conversation is known to exist (set on first write)
 
     def close(self) -> None:
         self.store.close()
@@ -68,17 +77,26 @@ class DatabaseFileStore(FileStore):
     # --- transactions ------------------------------------------------------------------
 
     @contextmanager
+    def _transaction(self) -> Iterator[Session]:
+        """A write transaction on the conversation, which the SDK's first write creates."""
+        try:
+            with self.store.writing(self.conversation_id) as db:
+                self._ensure_conversation(db)
+                yield db
+        except BaseException:
+            self._committed, self._exists = [], False  # rolled back: forget what it did
+            raise
+        self._after_commit()
+
+    @contextmanager
     def _writing(self) -> Iterator[Session]:
-        """The held lock's transaction, else a new one that creates the conversation if the
-        SDK's first write finds none."""
+        """The held lock's transaction, else a transaction of its own."""
         with self._guard:
             if self._held is not None:
                 yield self._held
                 return
-            with self.store.writing(self.conversation_id) as db:
-                self._ensure_conversation(db)
+            with self._transaction() as db:
                 yield db
-            self._after_commit()
 
     def _after_commit(self) -> None:
         done, self._committed = self._committed, []
@@ -86,9 +104,12 @@ class DatabaseFileStore(FileStore):
             self.conversation.committed(events, seqs)
 
     def _ensure_conversation(self, db: Session) -> None:
+        if self._exists:  # conversations are deleted only by this store's delete("")
+            return
         if not db.conversation_exists(self.conversation_id):
-            now = datetime.now(timezone.utc).isoformat()
+            now = datetime.now(UTC).isoformat()
             db.insert_conversation(self.conversation_id, now, {"created_by": "openhands-sdk"})
+        self._exists = True
 
     @contextmanager
     def _reading(self) -> Iterator[Session]:
@@ -110,18 +131,12 @@ class DatabaseFileStore(FileStore):
             if self._held is not None:  # re-entered by the thread that holds it
                 yield
                 return
-            try:
-                with self.store.writing(self.conversation_id) as db:
-                    self._ensure_conversation(db)
-                    self._held = db
-                    try:
-                        yield
-                    finally:
-                        self._held = None
-            except BaseException:
-                self._committed = []  # rolled back: the cached view must not see them
-                raise
-            self._after_commit()
+            with self._transaction() as db:
+                self._held = db
+                try:
+                    yield
+                finally:
+                    self._held = None
         finally:
             self._guard.release()
 
@@ -139,12 +154,15 @@ class DatabaseFileStore(FileStore):
             case OtherFile(path=clean):
                 data = contents.encode() if isinstance(contents, str) else bytes(contents)
                 with self._writing() as db:
-                    db.put_file(self.conversation_id, clean, data, datetime.now(timezone.utc).isoformat())
+                    db.put_file(self.conversation_id, clean, data, datetime.now(UTC).isoformat())
             case Root() | EventsDir():
                 raise IsADirectoryError(f"{path} is a folder, not a file")
 
     def _write_event(self, index: int, uid: str, text: str) -> None:
         event = event_from_json(text)
+        made = handoff.take(event.id) if isinstance(event, Condensation) else None
+        if made is not None and made.note is not None:
+            event = event.with_note(made.note)  # type: ignore[union-attr]
         if event.id != uid:
             raise ValueError(f"events/{paths.EVENT_NAME.format(index=index, uid=uid)}: the event's id is {event.id}")
         with self._writing() as db:
@@ -158,6 +176,8 @@ class DatabaseFileStore(FileStore):
                     f"event {index} would leave a gap: conversation {self.conversation_id} has {last + 1} events"
                 )
             seqs = self.conversation.insert(db, [event], [text])
+            if made is not None and made.calls:
+                record_calls(db, self.conversation_id, made.calls, seqs[0])
             self._committed.append(([event], seqs))
         self._remember(index, uid, text)
 
@@ -171,8 +191,11 @@ class DatabaseFileStore(FileStore):
                     raise FileNotFoundError(path)
                 return text
             case EventFile(index=index, uid=uid):
-                with self._reading() as db:
-                    found = self._event_text(db, index)
+                with self._guard:
+                    found = self._cached(index)
+                    if found is None:
+                        with self._reading() as db:
+                            found = self._event_text(db, index)
                 if found is None or found[0] != uid:
                     raise FileNotFoundError(path)
                 return found[1]
@@ -222,6 +245,7 @@ class DatabaseFileStore(FileStore):
                     with self.store.writing() as db:
                         db.delete_conversation(self.conversation_id)
                     self._blocks.clear()
+                    self._exists = False
                     self.conversation.views.clear()
             case OtherFile(path=clean):
                 with self._writing() as db:
@@ -259,6 +283,10 @@ class DatabaseFileStore(FileStore):
         return f"{self.store.location.label}#{self.conversation_id}/{paths.normalize(path)}"
 
     # --- reading the log ---------------------------------------------------------------
+
+    def _cached(self, index: int) -> tuple[str, str] | None:
+        block = self._blocks.get(index - index % BLOCK)
+        return None if block is None else block.get(index)
 
     def _event_text(self, db: Session, index: int) -> tuple[str, str] | None:
         """(uid, payload) of event ``index``. The SDK reads its log one file at a time (forward

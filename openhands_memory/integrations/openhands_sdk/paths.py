@@ -24,6 +24,9 @@ EVENT_NAME = "event-{index:05d}-{uid}.json"
 _EVENT = re.compile(r"^event-(?P<index>\d{5,})-(?P<uid>[0-9a-fA-F\-]{8,})\.json$")
 _MARKER = re.compile(r"^\.eventlog-len-(?P<length>\d+)\.marker$")
 _LOCK = ".eventlog.lock"
+# The SDK asks for event files by this exact spelling, once per event on a resume: matched
+# before any normalizing.
+_EVENT_PATH = re.compile(r"^events/event-(?P<index>\d{5,})-(?P<uid>[0-9a-fA-F\-]{8,})\.json$")
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ def normalize(path: str) -> str:
 
 
 def classify(path: str) -> Kind:
+    if m := _EVENT_PATH.match(path):
+        return EventFile(int(m["index"]), m["uid"])
     clean = normalize(path)
     if clean == "":
         return Root()
