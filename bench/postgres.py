@@ -20,10 +20,10 @@ said, since the server does part of the work):
     LLMSummarizingCondenser(max_size=120, keep_first=4), the view grown past 120 first);
   * single appends/s: SDK-shaped events, one per transaction, one connection;
   * 8 writers: eight processes appending SDK-shaped events to one new conversation of the
-    database, one event per transaction (k=1) and an action with its observation per
-    ``append_many`` (k=2); events/s in all, from the start signal to the last commit. Then
-    the bench checks that no writer saw an error, that the ids are 0..N-1 with no gap or
-    duplicate and that every event written is there.
+    database, one event per transaction (k=1), an action with its observation per
+    ``append_many`` (k=2), or any ``--k``; events/s in all, from the start signal to the last
+    commit. Then the bench checks that no writer saw an error, that the ids are 0..N-1 with
+    no gap or duplicate and that every event written is there.
   * on PostgreSQL the write rates again with ``synchronous_commit=off`` for the bench's
     connections (labelled): commits no longer wait for the WAL flush, and a crash may lose the
     last ones (never corrupt anything), which is SQLite's ``synchronous=NORMAL`` bargain.
@@ -269,10 +269,8 @@ def _writer(url: str, cid: str, worker: int, pairs: int, k: int, seed: int, read
     try:
         wl = workloads("sdk")[0]
         steps = wl.pairs(seed)
-        batches: list[list] = []
-        for _ in range(pairs):
-            pair = next(steps)
-            batches.extend([pair] if k == 2 else [[e] for e in pair])
+        events = [e for _ in range(pairs) for e in next(steps)]
+        batches = [events[i : i + k] for i in range(0, len(events), k)]
         with EventStore(url, create=False) as store:
             conv = store.conversation(cid)
             ready.put(worker)
@@ -293,8 +291,9 @@ def _writer(url: str, cid: str, worker: int, pairs: int, k: int, seed: int, read
 
 
 def concurrent_writers(url: str, cid: str, k: int, pairs: int, seed: int) -> tuple[float, list[str]]:
-    """(events/s, problems): WRITERS processes, ``pairs`` action+observation steps each, as
-    single events (k=1) or one ``append_many`` per step (k=2)."""
+    """(events/s, problems): WRITERS processes, ``pairs`` action+observation steps each,
+    written ``k`` events a transaction (k=1: ``append``; else ``append_many``; k=2: one
+    step, its action and observation, a transaction)."""
     with EventStore(url, create=False) as store:
         store.create_conversation(cid)
     ctx = multiprocessing.get_context("spawn")
@@ -339,13 +338,14 @@ def run_backend(backend: str, args: argparse.Namespace, session: Session, admin_
         "step": Figure("cached step, ms", target=2.0 if pg else 0.5),
         "condense": Figure("condensing step, ms", target=30.0 if pg else 20.0),
         "appends": Figure("single appends/s", "{:,.0f}", target=2000.0, at_most=False),
-        "w1": Figure(f"{WRITERS} writers, k=1, events/s", "{:,.0f}", target=5000.0 if pg else None, at_most=False),
-        "w2": Figure(f"{WRITERS} writers, k=2, events/s", "{:,.0f}", target=5000.0 if pg else None, at_most=False),
     }
+    for k in args.k:
+        f[f"w{k}"] = Figure(f"{WRITERS} writers, k={k}, events/s", "{:,.0f}", target=5000.0 if pg else None,
+                            at_most=False)
     if pg:
         f["a_async"] = Figure("single appends/s [sc=off]", "{:,.0f}")
-        f["w1_async"] = Figure(f"{WRITERS} writers, k=1 [sc=off]", "{:,.0f}")
-        f["w2_async"] = Figure(f"{WRITERS} writers, k=2 [sc=off]", "{:,.0f}")
+        for k in args.k:
+            f[f"w{k}_async"] = Figure(f"{WRITERS} writers, k={k} [sc=off]", "{:,.0f}")
     problems: list[str] = []
     spreads: list[str] = []
 
@@ -380,7 +380,7 @@ def run_backend(backend: str, args: argparse.Namespace, session: Session, admin_
                 key = "_async" if tag else ""
                 rate("appends" if not tag else "a_async", "single appends" + tag, n,
                      lambda r, u=target, o=offset: single_appends(u, wl, args.seed + 10 + o + r, args.appends))
-                for k in (1, 2):
+                for k in args.k:
                     rate(f"w{k}{key}", f"writers k={k}{tag}", n, lambda r, u=target, o=offset, k=k: concurrent_writers(
                         u, f"writers{o}-k{k}-r{r}", k, args.pairs, args.seed + 100 * r + o + k))
     print()
@@ -404,8 +404,11 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=300,
                     help=f"action+observation steps per writer and run (default: 300; {WRITERS} writers)")
     ap.add_argument("--backends", default="postgresql,sqlite", help="default: postgresql,sqlite")
+    ap.add_argument("--k", default="1,2", help="events per transaction of the writers' runs, each its own row "
+                    "(default: 1,2: single events, and an action with its observation)")
     ap.set_defaults(workload="sdk")
     args = ap.parse_args()
+    args.k = [int(x) for x in args.k.split(",") if x.strip()]
     if args.workload == "both":
         args.workload = "sdk"
     from tools.pg_server import kept_server

@@ -110,12 +110,15 @@ def psycopg_module(location: Location) -> ModuleType:
     return psycopg
 
 
-def connect_server(location: Location) -> Any:
+def connect_server(location: Location, *, options: str | None = None) -> Any:
     """A psycopg connection (autocommit) to a PostgreSQL database; a server that cannot be
-    reached, or a database that does not exist, is one line naming it and libpq's reason."""
+    reached, or a database that does not exist, is one line naming it and libpq's reason.
+    ``options``: libpq's start-up ``options`` (settings for the session, sent with the
+    connection request; they replace the URL's own, so pass those along)."""
     psycopg = psycopg_module(location)
+    extra = {} if options is None else {"options": options}
     try:
-        return psycopg.connect(location.driver_url, autocommit=True)
+        return psycopg.connect(location.driver_url, autocommit=True, **extra)
     except psycopg.OperationalError as e:
         # libpq: 'connection failed: connection to server at "h", port 5432 failed: FATAL:
         # database "x" does not exist', then hints on further lines; the label names the

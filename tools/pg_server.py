@@ -126,7 +126,7 @@ def kept_server(root: Path, user: str = "om", settings: str = DURABLE) -> Iterat
     bins = bindir()
     root.mkdir(parents=True, exist_ok=True)
     data = root / "data"
-    with open(root / "lock", "a") as lock:
+    with open(root / "lock", "a") as lock, sigterm_interrupts():  # SIGTERM: a clean stop too
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.geteuid() == 0:
             shutil.chown(root, "postgres")
