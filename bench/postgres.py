@@ -38,7 +38,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -128,9 +128,9 @@ def cached_pg_database(admin_url: str, folder: Path, wl, n: int, seed: int) -> s
 
 
 @contextmanager
-def pg_work_copy(admin_url: str, template: str) -> Iterator[str]:
+def pg_work_copy(admin_url: str, template: str, tag: str = "") -> Iterator[str]:
     """A private copy of a kept database (a file copy of its folder), dropped afterwards."""
-    name = f"ohm_work_{os.getpid()}"
+    name = f"ohm_work_{os.getpid()}_{tag}".lower()
     with _admin(admin_url) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}" STRATEGY FILE_COPY')
@@ -328,9 +328,7 @@ def concurrent_writers(url: str, cid: str, k: int, pairs: int, seed: int) -> tup
 # --- the run --------------------------------------------------------------------------------
 
 
-def run_backend(backend: str, args: argparse.Namespace, session: Session, admin_url: str | None) -> bool:
-    wl = session.workloads[0]
-    pg = backend == "postgresql"
+def figures(pg: bool, args: argparse.Namespace) -> dict[str, Figure]:
     f = {
         "first_wall": Figure("open + first view, wall ms", target=10.0 if pg else None),
         "first_cpu": Figure("open + first view, CPU ms", target=10.0 if pg else 5.0),
@@ -346,53 +344,72 @@ def run_backend(backend: str, args: argparse.Namespace, session: Session, admin_
         f["a_async"] = Figure("single appends/s [sc=off]", "{:,.0f}")
         for k in args.k:
             f[f"w{k}_async"] = Figure(f"{WRITERS} writers, k={k} [sc=off]", "{:,.0f}")
-    problems: list[str] = []
-    spreads: list[str] = []
+    return f
 
-    def rate(key: str, label: str, n: int, fn: Callable[[int], Any]) -> None:
-        values = []
-        for r in range(args.runs):
-            got = fn(r)
-            value, issues = got if isinstance(got, tuple) else (got, [])
-            values.append(value)
-            problems.extend(f"{label} {human(n)} run {r + 1}: {p}" for p in issues)
-        f[key].values[n] = median(values)
-        spreads.append(f"{label} {human(n)}: " + ", ".join(f"{v:,.0f}" for v in values))
 
-    for n in session.sizes:
-        say(f"{backend} {human(n)}: load average {load()}")
-        if pg:
-            assert admin_url is not None
-            template = cached_pg_database(admin_url, args.dir / "pg", wl, n, args.seed)
-            place: Any = pg_work_copy(admin_url, template)
-        else:
-            place = work_copy(args.dir, database(args.dir, wl, n, args.seed), "pg-bench")
-        with place as where:
-            url = db_url(admin_url, where) if pg else str(where)
-            slow = db_url(admin_url, where, ASYNC_COMMIT) if pg else None
-            first = first_views(url, args.repeats, pg)
-            f["first_wall"].values[n], f["first_cpu"].values[n] = first["wall"], first["cpu"]
-            f["trips"].values[n] = first["trips"]
-            f["step"].values[n] = cached_steps(url, wl, args.seed, 10 * args.repeats)
-            f["condense"].values[n] = condensing_steps(url, wl, args.seed, max(3, args.repeats // 2))
-            writes = [("", url, 0)] + ([(" [sc=off]", slow, 50)] if pg else [])
-            for tag, target, offset in writes:
-                key = "_async" if tag else ""
-                rate("appends" if not tag else "a_async", "single appends" + tag, n,
-                     lambda r, u=target, o=offset: single_appends(u, wl, args.seed + 10 + o + r, args.appends))
-                for k in args.k:
-                    rate(f"w{k}{key}", f"writers k={k}{tag}", n, lambda r, u=target, o=offset, k=k: concurrent_writers(
-                        u, f"writers{o}-k{k}-r{r}", k, args.pairs, args.seed + 100 * r + o + k))
+def run(backends: list[str], args: argparse.Namespace, session: Session, admin_url: str | None) -> bool:
+    """Every size's copies first; then the reads (views and steps) of every size and backend,
+    before any write-rate run, so that the writers' processes do not load the machine they
+    are measured on; then the write rates."""
+    wl = session.workloads[0]
+    f = {b: figures(b == "postgresql", args) for b in backends}
+    problems: dict[str, list[str]] = {b: [] for b in backends}
+    spreads: dict[str, list[str]] = {b: [] for b in backends}
+    with ExitStack() as stack:
+        urls: dict[tuple[str, int], tuple[str, str | None]] = {}
+        for n in session.sizes:
+            for b in backends:
+                if b == "postgresql":
+                    assert admin_url is not None
+                    template = cached_pg_database(admin_url, args.dir / "pg", wl, n, args.seed)
+                    name = stack.enter_context(pg_work_copy(admin_url, template, human(n)))
+                    urls[b, n] = db_url(admin_url, name), db_url(admin_url, name, ASYNC_COMMIT)
+                else:
+                    path = stack.enter_context(work_copy(args.dir, database(args.dir, wl, n, args.seed), "pg-bench"))
+                    urls[b, n] = str(path), None
+        say(f"views and steps: load average {load()}")
+        for n in session.sizes:
+            for b in backends:
+                url, _ = urls[b, n]
+                first = first_views(url, args.repeats, b == "postgresql")
+                f[b]["first_wall"].values[n], f[b]["first_cpu"].values[n] = first["wall"], first["cpu"]
+                f[b]["trips"].values[n] = first["trips"]
+                f[b]["step"].values[n] = cached_steps(url, wl, args.seed, 10 * args.repeats)
+                f[b]["condense"].values[n] = condensing_steps(url, wl, args.seed, max(3, args.repeats // 2))
+        say(f"write rates: load average {load()}")
+        for n in session.sizes:
+            for b in backends:
+                url, slow = urls[b, n]
+
+                def rate(key: str, label: str, fn: Callable[[int], Any], b: str = b, n: int = n) -> None:
+                    values = []
+                    for r in range(args.runs):
+                        got = fn(r)
+                        value, issues = got if isinstance(got, tuple) else (got, [])
+                        values.append(value)
+                        problems[b].extend(f"{label} {human(n)} run {r + 1}: {p}" for p in issues)
+                    f[b][key].values[n] = median(values)
+                    spreads[b].append(f"{label} {human(n)}: " + ", ".join(f"{v:,.0f}" for v in values))
+
+                writes = [("", url, 0)] + ([(" [sc=off]", slow, 50)] if slow else [])
+                for tag, target, offset in writes:
+                    key = "_async" if tag else ""
+                    rate("appends" if not tag else "a_async", "single appends" + tag,
+                         lambda r, u=target, o=offset: single_appends(u, wl, args.seed + 10 + o + r, args.appends))
+                    for k in args.k:
+                        rate(f"w{k}{key}", f"writers k={k}{tag}", lambda r, u=target, o=offset, k=k: concurrent_writers(
+                            u, f"writers{o}-k{k}-r{r}", k, args.pairs, args.seed + 100 * r + o + k))
     print()
-    print_figures(f"{backend}, {wl.name}", session.sizes, list(f.values()))
-    say(f"{backend}: write rates per run (medians above): " + "; ".join(spreads))
-    if pg:
-        say("[sc=off]: the bench's connections with synchronous_commit=off (labelled, not the headline: "
-            "a commit returns before its WAL is flushed)")
-    say(f"{backend}: after every writer run: "
-        + ("no errors, ids 0..N-1 gap-free, every event stored" if not problems else "PROBLEMS: " + "; ".join(problems)))
-    print(flush=True)
-    return not problems
+    for b in backends:
+        print_figures(f"{b}, {wl.name}", session.sizes, list(f[b].values()))
+        say(f"{b}: write rates per run (medians above): " + "; ".join(spreads[b]))
+        if b == "postgresql":
+            say("[sc=off]: the bench's connections with synchronous_commit=off (labelled, not the headline: "
+                "a commit returns before its WAL is flushed)")
+        say(f"{b}: after every writer run: " + ("no errors, ids 0..N-1 gap-free, every event stored"
+                                                if not problems[b] else "PROBLEMS: " + "; ".join(problems[b])))
+        print(flush=True)
+    return not any(problems.values())
 
 
 def main() -> None:
@@ -422,7 +439,7 @@ def main() -> None:
         notes.append(f"write rates: medians of {args.runs} runs; single appends: {args.appends:,} events a run; "
                      f"{WRITERS} writers: {args.pairs} action+observation steps each a run")
         session = Session("PostgreSQL beside SQLite: view, steps, appends, 8 writers", args, notes)
-        ok = all([run_backend(b, args, session, admin_url) for b in backends])  # noqa: C419  (every backend runs)
+        ok = run(backends, args, session, admin_url)
         session.end()
     sys.exit(0 if ok else 1)
 
