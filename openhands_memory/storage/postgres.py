@@ -73,6 +73,9 @@ def _with_options(url: str, settings: list[str]) -> str:
     then ours, which win where both set something."""
     import os
 
+    if "options" not in url.lower():  # (parsing a URL costs ~0.1 ms: only when it may say)
+        given = os.environ.get("PGOPTIONS", "")
+        return " ".join([*([given] if given else []), *settings])
     try:
         from psycopg.conninfo import conninfo_to_dict
     except ImportError:  # connect_server says what to install
