@@ -341,6 +341,7 @@ def figures(pg: bool, args: argparse.Namespace) -> dict[str, Figure]:
         f[f"w{k}"] = Figure(f"{WRITERS} writers, k={k}, events/s", "{:,.0f}", target=5000.0 if pg else None,
                             at_most=False)
     if pg:
+        f["step_async"] = Figure("cached step, ms [sc=off]")
         f["a_async"] = Figure("single appends/s [sc=off]", "{:,.0f}")
         for k in args.k:
             f[f"w{k}_async"] = Figure(f"{WRITERS} writers, k={k} [sc=off]", "{:,.0f}")
@@ -370,12 +371,14 @@ def run(backends: list[str], args: argparse.Namespace, session: Session, admin_u
         say(f"views and steps: load average {load()}")
         for n in session.sizes:
             for b in backends:
-                url, _ = urls[b, n]
+                url, slow = urls[b, n]
                 first = first_views(url, args.repeats, b == "postgresql")
                 f[b]["first_wall"].values[n], f[b]["first_cpu"].values[n] = first["wall"], first["cpu"]
                 f[b]["trips"].values[n] = first["trips"]
                 f[b]["step"].values[n] = cached_steps(url, wl, args.seed, 10 * args.repeats)
                 f[b]["condense"].values[n] = condensing_steps(url, wl, args.seed, max(3, args.repeats // 2))
+                if slow:
+                    f[b]["step_async"].values[n] = cached_steps(slow, wl, args.seed + 5, 10 * args.repeats)
         say(f"write rates: load average {load()}")
         for n in session.sizes:
             for b in backends:

@@ -155,6 +155,7 @@ class Conversation:
         self.id = id
         self.views = ViewCache(self)
         self._version: Any = None  # what the last write of ours left (Session.touch)
+        self._counts: dict[str, int] | None = None  # batch counts read by that write (ViewCache)
         self._tokens: dict[str, RowTokens] = {}
         self.writes_held = False  # see holding_writes
 
@@ -223,10 +224,10 @@ class Conversation:
         counted = self._counting()
         rows = [event_row(self.id, -1, e, tokens=counted.count_new(e) if counted is not None else None)
                 for e in events]
-        got = self.store.recorder.append(self.id, rows)
+        got = self.store.recorder.append(self.id, rows, self.views.counts_wanted(events))
         if got is None:
             raise ConversationNotFound(self.id)
-        first, self._version = got
+        first, self._version, self._counts = got
         return list(range(first, first + len(events)))
 
     def insert(self, db: Session, events: list[Event], payloads: Sequence[str] | None = None) -> list[int]:
@@ -266,7 +267,8 @@ class Conversation:
         and fold them into the cached view."""
         for e, s in zip(events, seqs):
             e.with_seq(s)
-        self.views.extend(events, self._version)
+        counts, self._counts = self._counts, None
+        self.views.extend(events, self._version, counts)
 
     # --- reading ---------------------------------------------------------------------
 

@@ -133,6 +133,30 @@ def test_condensing_steps_keep_the_view_bounded_and_equal_to_a_fresh_read(databa
         assert condenser.view_tokens(conv.view()) <= 5_000
 
 
+def test_a_batch_cut_by_a_condensation_counts_its_hidden_actions_in_the_cached_view(database_url):
+    """An action whose batch has an action in a forgotten range: the cached view (batch size
+    read by the append itself) equals a fresh read, appended one event at a time or all at once."""
+    with EventStore(database_url) as store:
+        for name, one_by_one in (("single", True), ("many", False)):
+            conv = store.create_conversation(name)
+            first = f.action("r", "c1")
+            conv.append_many([f.system(), f.user(), first, f.user("meanwhile")])
+            conv.append(f.condensation(forget=[first.id]))
+            conv.view()  # the cache holds the hidden run and no batch r
+            tail = [f.action("r", "c2"), f.observation("c1"), f.observation("c2"), f.action("s", "c3"),
+                    f.observation("c3"), f.agent_says()]
+            if one_by_one:
+                for e in tail:
+                    conv.append(e)
+            else:
+                conv.append_many(tail)
+            cached = ids(conv.view())
+            with EventStore(database_url) as other:
+                fresh = other.conversation(name).view()
+            assert cached == ids(fresh)
+            assert conv.views.data is not None and conv.views.data.batch_sizes.get("r") == 2
+
+
 def _append_many(url: str, worker: int, n: int) -> None:
     with EventStore(url) as store:
         conv = store.conversation("c")

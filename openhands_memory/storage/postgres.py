@@ -73,6 +73,9 @@ def _with_options(url: str, settings: list[str]) -> str:
     then ours, which win where both set something."""
     import os
 
+    if "options" not in url.lower():  # (parsing a URL costs ~0.1 ms: only when it may say)
+        given = os.environ.get("PGOPTIONS", "")
+        return " ".join([*([given] if given else []), *settings])
     try:
         from psycopg.conninfo import conninfo_to_dict
     except ImportError:  # connect_server says what to install
@@ -149,6 +152,8 @@ class PostgresSession(Session):
     version: Any = None
     #: ``BEGIN ...`` not sent yet: it goes with the transaction's first statement.
     pending_begin: str | None = None
+    #: The transaction is a read (``Recorder.reading``).
+    reading = False
     #: (conversation, MAX(id)) read right after the write's lock was taken, until an insert.
     known_last: tuple[str, int] | None = None
 
@@ -276,6 +281,7 @@ class PostgresRecorder(Recorder):
         assert isinstance(session, PostgresSession)
         session.version = None
         session.known_last = None
+        session.reading = False
         if conversation_id is None:
             session.pending_begin = BEGIN_WRITE
             return
@@ -295,6 +301,7 @@ class PostgresRecorder(Recorder):
     def _begin_read(self, session: Session) -> None:
         assert isinstance(session, PostgresSession)
         session.pending_begin = BEGIN_READ
+        session.reading = True
 
     def _commit(self, session: Session) -> None:
         assert isinstance(session, PostgresSession)
@@ -310,48 +317,74 @@ class PostgresRecorder(Recorder):
         assert isinstance(session, PostgresSession)
         session.pending_begin = None
         session.known_last = None
-        if self.conn.info.transaction_status != TransactionStatus.IDLE:
+        reading, session.reading = session.reading, False
+        status = self.conn.info.transaction_status
+        if status == TransactionStatus.INTRANS and reading:
+            # A read-only transaction ends the same either way, but on "ROLLBACK" psycopg
+            # forgets its prepared statements and deallocates them all (one more round trip,
+            # then every statement prepared again), and ours (append) with them.
+            self.conn.execute("COMMIT")
+        elif status != TransactionStatus.IDLE:
             self.conn.execute("ROLLBACK")
 
-    def append(self, conversation_id: str, rows: Sequence[tuple[Any, ...]]) -> tuple[int, Any] | None:
-        """One round trip: the lock (the version bump) and an INSERT that numbers the rows
-        from MAX(id) + 1 on the server, pipelined. With no BEGIN, the statements before the
-        pipeline's Sync are one implicit transaction, committed at the Sync or rolled back
-        whole if one fails (READ COMMITTED: the connection's default, set when it started,
-        so the INSERT's snapshot is taken after the lock is granted). The lock is held while
-        the server runs the INSERT and commits, never while a reply crosses the network or
-        this process waits for a CPU, which is what lets many writers share one
-        conversation."""
+    def append(
+        self, conversation_id: str, rows: Sequence[tuple[Any, ...]], count: Sequence[str] = ()
+    ) -> tuple[int, Any, dict[str, int]] | None:
+        """One round trip: the lock (the version bump), an INSERT that numbers the rows from
+        MAX(id) + 1 on the server and, when asked, the batch counts, pipelined. With no
+        BEGIN, the statements before the pipeline's Sync are one implicit transaction,
+        committed at the Sync or rolled back whole if one fails (READ COMMITTED: the
+        connection's default, set when it started, so each statement's snapshot is taken
+        after the lock is granted). The lock is held while the server runs the statements
+        and commits, never while a reply crosses the network or this process waits for a
+        CPU, which is what lets many writers share one conversation.
+
+        The counts are read after the INSERT (its ids are the server's), so the new rows'
+        own actions are taken off them: what is left is what came before."""
         import psycopg
 
         if not rows or len(rows) > APPEND_ROWS:
-            return super().append(conversation_id, rows)
+            return super().append(conversation_id, rows, count)
         params: list[Any] = [conversation_id, conversation_id]
         for k, row in enumerate(rows):
             params.append(k)
             params.extend(row[2:])
+        count = sorted(set(count))[:500]  # a view asks for the few response ids new to it
+        count_params = [conversation_id, 2**31 - 1, *count]  # every id (the column is an INTEGER)
         with self._lock:
             conn = self._session.conn  # (a test may stand in for the connection)
             if conn is self.conn and self._libpq is not None and self._libpq.ready():
                 try:
-                    version, ids = self._libpq.append(len(rows), params)
+                    version, ids, found = self._libpq.append(
+                        len(rows), params, self._session.batch_sizes_sql(len(count)) if count else None, count_params
+                    )
                 except psycopg.Error as e:
                     self._session.translate(e)
                     raise
-                return min(ids), version
-            try:
-                with conn.pipeline():
-                    locked = conn.execute(LOCK, (conversation_id,))
-                    inserted = conn.execute(append_sql(len(rows)), params)
-            except psycopg.Error as e:
-                self._rollback(self._session)
-                self._session.translate(e)
-                raise
-            version = locked.fetchone()
-            ids = sorted(r[0] for r in inserted.fetchall())
+            else:
+                try:
+                    with conn.pipeline():
+                        locked = conn.execute(LOCK, (conversation_id,))
+                        inserted = conn.execute(append_sql(len(rows)), params)
+                        counted = (conn.execute(_pyformat(self._session.batch_sizes_sql(len(count))), count_params)
+                                   if count else None)
+                except psycopg.Error as e:
+                    self._rollback(self._session)
+                    self._session.translate(e)
+                    raise
+                row = locked.fetchone()
+                version = None if row is None else row[0]
+                ids = [r[0] for r in inserted.fetchall()]
+                found = [tuple(r) for r in counted.fetchall()] if counted is not None else []
+        ids.sort()
         # The conversation's row is there (else the insert's foreign key would have refused).
         assert version is not None and ids == list(range(ids[0], ids[0] + len(rows))), ids
-        return ids[0], version[0]
+        counts = {}
+        for rid, n in found:
+            new = sum(1 for row in rows if row[2] == "ActionEvent" and row[8] == rid)
+            if n > new:
+                counts[rid] = n - new
+        return ids[0], version, counts
 
     def version(self, conversation_id: str) -> Any:
         with self._lock:
@@ -403,7 +436,7 @@ class _LibpqAppender:
         if name in self.prepared:
             return
         counter = iter(range(1, 100_000))
-        text = re.sub(r"%s", lambda _: f"${next(counter)}", sql).encode()
+        text = re.sub(r"%s", lambda _: f"${next(counter)}", sql).replace("%%", "%").encode()
         result = self.pgconn.prepare(name, text)
         if result.status != pq.ExecStatus.COMMAND_OK:
             raise psycopg.errors.error_from_result(result, encoding=self.pgconn._encoding)
@@ -435,14 +468,35 @@ class _LibpqAppender:
                 return
             results.append(result)
 
-    def append(self, n: int, params: Sequence[Any]) -> tuple[Any, list[int]]:
-        """(the version the lock left, the ids given): one round trip."""
+    def append(
+        self, n: int, params: Sequence[Any], count_sql: str | None, count_params: Sequence[Any]
+    ) -> tuple[Any, list[int], list[tuple[str, int]]]:
+        """(the version the lock left, the ids given, the rows of ``count_sql``, a batch
+        count run after the insert): one round trip.
+
+        psycopg deallocates every prepared statement of the connection after a ROLLBACK
+        (a refused write); then the first statement fails, nothing has run, and the append
+        is made again with the statements prepared anew."""
+        import psycopg
+
+        try:
+            return self._append(n, params, count_sql, count_params)
+        except psycopg.errors.InvalidSqlStatementName:
+            self.prepared.clear()
+            return self._append(n, params, count_sql, count_params)
+
+    def _append(
+        self, n: int, params: Sequence[Any], count_sql: str | None, count_params: Sequence[Any]
+    ) -> tuple[Any, list[int], list[tuple[str, int]]]:
         import psycopg
         from psycopg import pq
 
         name = b"ohm_append_%d" % n
         self._prepare(b"ohm_lock", LOCK)
         self._prepare(name, append_sql(n))
+        counting = b"ohm_count_%d" % (len(count_params) - 2)
+        if count_sql is not None:
+            self._prepare(counting, _pyformat(count_sql))
         values = [self._text(v) for v in params]
         pgconn = self.pgconn
         results = []
@@ -450,6 +504,8 @@ class _LibpqAppender:
         try:
             pgconn.send_query_prepared(b"ohm_lock", values[:1])
             pgconn.send_query_prepared(name, values)
+            if count_sql is not None:
+                pgconn.send_query_prepared(counting, [self._text(v) for v in count_params])
             pgconn.pipeline_sync()
             try:
                 self._collect(results)
@@ -471,14 +527,15 @@ class _LibpqAppender:
                     self.conn.close()
         for result in results:
             if result.status == pq.ExecStatus.FATAL_ERROR:
-                if result.error_field(pq.DiagnosticField.SQLSTATE) == b"26000":
-                    self.prepared.clear()  # deallocated behind our back (DISCARD ALL)
                 raise psycopg.errors.error_from_result(result, encoding=pgconn._encoding)
-        locked, inserted = results
+        locked, inserted = results[:2]
         version = int(locked.get_value(0, 0)) if locked.ntuples else None
         ids = [int(inserted.get_value(i, 0)) for i in range(inserted.ntuples)]
-        assert version is not None and len(ids) == n, (version, ids)
-        return version, ids
+        found = []
+        if count_sql is not None:
+            counted = results[2]
+            found = [(counted.get_value(i, 0).decode(), int(counted.get_value(i, 1))) for i in range(counted.ntuples)]
+        return version, ids, found
 
 
 def read_only_query(location: Location, query: str, *, timeout: float, max_rows: int) -> QueryResult:

@@ -67,17 +67,22 @@ class Recorder(ABC):
                 raise
             self._commit(session)
 
-    def append(self, conversation_id: str, rows: Sequence[tuple[Any, ...]]) -> tuple[int, Any] | None:
+    def append(
+        self, conversation_id: str, rows: Sequence[tuple[Any, ...]], count: Sequence[str] = ()
+    ) -> tuple[int, Any, dict[str, int]] | None:
         """Append ``rows`` (``codec.event_row`` tuples; the id in each is ignored) to the
         conversation in a write transaction of their own, with the next ids: (the first id,
-        the version the write left), or None when there is no such conversation. A backend
-        may do it in fewer round trips than these statements take (see PostgreSQL's)."""
+        the version the write left, how many ActionEvents each response id in ``count`` had
+        before these rows — a view cache's batch sizes, read in the same transaction), or
+        None when there is no such conversation. A backend may do it in fewer round trips
+        than these statements take (see PostgreSQL's)."""
         with self.writing(conversation_id) as db:
             first = db.last_id(conversation_id) + 1
             if first == 0 and not db.conversation_exists(conversation_id):
                 return None
+            counts = db.batch_sizes(conversation_id, first - 1, count) if count else {}
             db.insert_events([(row[0], first + k, *row[2:]) for k, row in enumerate(rows)])
-            return first, db.touch(conversation_id)
+            return first, db.touch(conversation_id), counts
 
     @contextmanager
     def reading(self, *, snapshot: bool = True) -> Iterator[Session]:

@@ -367,19 +367,23 @@ class Session(InspectionQueries):
             yield from self.execute(text, params)
 
     def batch_sizes(self, cid: str, upto: int, rids: Iterable[str]) -> dict[str, int]:
+        """How many ActionEvents with id <= upto each response id has (absent: none)."""
         out: dict[str, int] = {}
         for chunk in chunks(sorted(rids), 500):
-            out.update(self.all(
-                f"SELECT llm_response_id, COUNT(*) FROM event WHERE {self.no_index('conversation_id')} = ? "
-                # Hinted off conversation_id and id: on them the planner may pick the uid or
-                # primary key index and read every row of the conversation. The partial
-                # response-id index is then the only choice: one seek per batch.
-                f"AND kind = 'ActionEvent' AND {self.no_index('id')} <= ? "
-                f"AND llm_response_id IN ({', '.join('?' for _ in chunk)}) "
-                f"GROUP BY llm_response_id",
-                (cid, upto, *chunk),
-            ))
+            out.update(self.all(self.batch_sizes_sql(len(chunk)), (cid, upto, *chunk)))
         return out
+
+    def batch_sizes_sql(self, n: int) -> str:
+        """``batch_sizes``' statement for ``n`` response ids (parameters: cid, upto, ids)."""
+        return (
+            f"SELECT llm_response_id, COUNT(*) FROM event WHERE {self.no_index('conversation_id')} = ? "
+            # Hinted off conversation_id and id: on them the planner may pick the uid or
+            # primary key index and read every row of the conversation. The partial
+            # response-id index is then the only choice: one seek per batch.
+            f"AND kind = 'ActionEvent' AND {self.no_index('id')} <= ? "
+            f"AND llm_response_id IN ({', '.join('?' for _ in range(n))}) "
+            f"GROUP BY llm_response_id"
+        )
 
     def latest_summary(self, cid: str, upto: int) -> tuple[int, str, str, str, int] | None:
         """(condensation id, its uid, timestamp, summary, offset) of the newest summary."""

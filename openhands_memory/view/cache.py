@@ -162,9 +162,20 @@ class ViewCache:
             self.boundary = None
         return view
 
-    def extend(self, events: list[Event], version: Any = None) -> None:
+    def counts_wanted(self, events: Sequence[Event]) -> list[str]:
+        """The response ids whose batch sizes ``extend`` will need from SQL for these events
+        (see there): an append reads them in its own transaction (``Recorder.append``),
+        which saves a statement afterwards."""
+        data = self.data
+        if data is None or not data.hidden:
+            return []
+        return sorted({e.llm_response_id for e in events
+                       if isinstance(e, ActionEvent) and e.llm_response_id not in data.batch_sizes})
+
+    def extend(self, events: list[Event], version: Any = None, counts: dict[str, int] | None = None) -> None:
         """Fold our own appended events into the cached rows; ``version`` is what our write
-        transaction left (see ``Session.touch``)."""
+        transaction left (see ``Session.touch``); ``counts``: the ActionEvents each response
+        id in ``counts_wanted`` had before these events (absent: none), read by the write."""
         data = self.data
         if data is None:
             return
@@ -187,9 +198,13 @@ class ViewCache:
                 rid = e.llm_response_id
                 if rid not in data.batch_sizes and data.hidden:
                     # Earlier actions of this batch may lie in forgotten ranges (a condensation
-                    # landed mid-batch): count the whole batch up to this event in SQL.
-                    with self.conversation.store.reading(snapshot=False) as db:
-                        data.batch_sizes.update(db.batch_sizes(data.conversation_id, e.seq, {rid}))
+                    # landed mid-batch): count the whole batch up to this event in SQL (or
+                    # take what the write counted before its rows, plus this one).
+                    if counts is not None:
+                        data.batch_sizes[rid] = counts.get(rid, 0) + 1
+                    else:
+                        with self.conversation.store.reading(snapshot=False) as db:
+                            data.batch_sizes.update(db.batch_sizes(data.conversation_id, e.seq, {rid}))
                 else:
                     data.batch_sizes[rid] = data.batch_sizes.get(rid, 0) + 1
             if isinstance(e, CondensationRequest):
