@@ -75,7 +75,7 @@ def build_reply(config: LLMConfig, response: Any, started: float, attempts: int)
     response_id = getattr(response, "id", None)
     prompt_tokens, completion_tokens = _usage(response)
     choices = getattr(response, "choices", None) or []
-    if not choices or getattr(choices[0], "message", None) is None:
+    def refuse(error: str, message: str) -> LLMError:
         call = LLMCall(
             model=config.model,
             prompt_tokens=prompt_tokens,
@@ -83,26 +83,18 @@ def build_reply(config: LLMConfig, response: Any, started: float, attempts: int)
             cost_usd=_cost(response),
             latency_s=time.perf_counter() - started,
             outcome="bad_response",
-            error="the response carried no choices/message",
+            error=error,
             response_id=response_id,
             attempts=attempts,
         )
-        raise LLMError(f"{config.model}: response without a message", call=call, kind="bad_response")
+        return LLMError(f"{config.model}: {message or 'bad_response: ' + error}", call=call, kind="bad_response")
+
+    if not choices or getattr(choices[0], "message", None) is None:
+        raise refuse("the response carried no choices/message", "response without a message")
     choice = choices[0]
     size = len(_message_text(choice.message) or "") + sum(len(t.arguments) for t in _tool_calls(choice.message))
     if size > MAX_REPLY_CHARS:
-        call = LLMCall(
-            model=config.model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            cost_usd=_cost(response),
-            latency_s=time.perf_counter() - started,
-            outcome="bad_response",
-            error=f"the reply holds {size:,} characters, more than the {MAX_REPLY_CHARS:,} allowed",
-            response_id=response_id,
-            attempts=attempts,
-        )
-        raise LLMError(f"{config.model}: bad_response: {call.error}", call=call, kind="bad_response")
+        raise refuse(f"the reply holds {size:,} characters, more than the {MAX_REPLY_CHARS:,} allowed", "")
     latency = time.perf_counter() - started  # before the price lookup, which is ours
     call = LLMCall(
         model=config.model,
