@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from . import migrate
 from .errors import (
+    ConnectTimeout,
     DatabaseUnreachable,
     NotOurDatabase,
     PostgresUnavailable,
@@ -110,16 +111,68 @@ def psycopg_module(location: Location) -> ModuleType:
     return psycopg
 
 
+#: libpq's connect_timeout when neither the URL nor PGCONNECT_TIMEOUT sets one. It bounds the
+#: connection and its start-up: a host that accepts the connection and never answers would
+#: otherwise hold a command for minutes (psycopg's own default is 130 s per address).
+CONNECT_TIMEOUT = 10
+#: TCP keepalives, where the URL sets none: after 30 s of silence a probe every 10 s, and
+#: the connection ends after 3 unanswered ones. A server host that vanished without closing
+#: the connection (a crash, a network cut) is then noticed within about a minute, not the
+#: OS's two hours; a server at work on a long statement answers the probes, so it is left
+#: alone. (Unix sockets have no keepalives; libpq ignores them there.)
+KEEPALIVES = {"keepalives": "1", "keepalives_idle": "30", "keepalives_interval": "10",
+              "keepalives_count": "3"}
+
+
+def connection_params(url: str) -> dict[str, str]:
+    """What libpq is given beside the URL: the connect timeout and the keepalives, each only
+    where the URL (or, for the timeout, ``PGCONNECT_TIMEOUT``) does not set its own."""
+    given: set[str] = set()
+    if "connect_timeout" in url or "keepalives" in url:  # (parsing costs ~0.1 ms: only then)
+        try:
+            from psycopg.conninfo import conninfo_to_dict
+
+            given = set(conninfo_to_dict(url))
+        except Exception:  # noqa: BLE001  a URL libpq cannot parse: connecting says why
+            pass
+    params = {k: v for k, v in KEEPALIVES.items() if k not in given}
+    if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
+        params["connect_timeout"] = str(CONNECT_TIMEOUT)
+    return params
+
+
+def connect_timeout_of(url: str) -> float:
+    """The connect timeout in force for ``url``, as psycopg applies it (per address tried):
+    the URL's, else ``PGCONNECT_TIMEOUT``, else ours; at least 2 s."""
+    value: object = None
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        value = conninfo_to_dict(url).get("connect_timeout")
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        seconds = float(str(value if value is not None else os.environ.get("PGCONNECT_TIMEOUT") or CONNECT_TIMEOUT))
+    except ValueError:
+        seconds = CONNECT_TIMEOUT
+    return max(2, int(seconds)) if seconds > 0 else 130
+
+
 def connect_server(location: Location, *, options: str | None = None) -> Any:
-    """A psycopg connection (autocommit) to a PostgreSQL database; a server that cannot be
-    reached, or a database that does not exist, is one line naming it and libpq's reason.
-    ``options``: libpq's start-up ``options`` (settings for the session, sent with the
-    connection request; they replace the URL's own, so pass those along)."""
+    """A psycopg connection (autocommit) to a PostgreSQL database, with a connect timeout and
+    TCP keepalives (``connection_params``); a server that cannot be reached or does not
+    answer in time, or a database that does not exist, is one line naming it and libpq's
+    reason. ``options``: libpq's start-up ``options`` (settings for the session, sent with
+    the connection request; they replace the URL's own, so pass those along)."""
     psycopg = psycopg_module(location)
-    extra = {} if options is None else {"options": options}
+    extra = connection_params(location.driver_url)
+    if options is not None:
+        extra["options"] = options
     try:
         return psycopg.connect(location.driver_url, autocommit=True, **extra)
     except psycopg.OperationalError as e:
+        if isinstance(e, psycopg.errors.ConnectionTimeout) or str(e).startswith("connection timeout expired"):
+            raise ConnectTimeout(location.label, connect_timeout_of(location.driver_url)) from None
         # libpq: 'connection failed: connection to server at "h", port 5432 failed: FATAL:
         # database "x" does not exist', then hints on further lines; the label names the
         # host and port already, so the reason is what follows the last "failed: ".
@@ -240,6 +293,7 @@ def make_engine(location: Location) -> "Engine":
 
     if location.is_postgres:
         psycopg_module(location)  # SQLAlchemy's own error would be a traceback
+        return create_engine(location.sqlalchemy_url, connect_args=connection_params(location.driver_url))
     return create_engine(location.sqlalchemy_url)
 
 

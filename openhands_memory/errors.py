@@ -94,6 +94,76 @@ class DatabaseUnreachable(OpenHandsMemoryError):
         super().__init__(f"{label}: cannot connect: {why}")
 
 
+class ConnectTimeout(DatabaseUnreachable):
+    """The PostgreSQL server did not complete the connection in time (a host that accepts
+    the connection and never answers, a server stuck starting up)."""
+
+    def __init__(self, label: str, seconds: float):
+        self.seconds = seconds
+        super().__init__(
+            label,
+            f"the server did not answer within {seconds:g} s (connect_timeout; set "
+            "connect_timeout=SECONDS in the URL or PGCONNECT_TIMEOUT to wait longer)",
+        )
+
+
+class ServerFailure(OpenHandsMemoryError):
+    """PostgreSQL failed a command under way: the connection was lost, a statement ran into a
+    time limit or was cancelled, or the server ran out of something.
+
+    ``committed`` says what became of the command's write: ``False`` when nothing was written
+    (a read, or a transaction the server rolled back), ``None`` when a COMMIT (or the Sync
+    that commits a pipelined append) was sent and its answer never came: it may have landed,
+    and ``check`` is the command that shows whether it did. The library never retries a write
+    by itself: the gap-free ids make a duplicate id impossible, but a write retried after it
+    had landed would store the same events twice.
+
+    (Not a ``ConnectionError`` or ``TimeoutError``: those are ``OSError``s, and code that
+    takes an ``OSError`` for a missing file must not take a lost server for one.)
+    """
+
+    #: What happened, as the message says it.
+    what = "the server failed the command"
+    #: What to do when nothing was written.
+    advice = "run the command again"
+
+    def __init__(self, label: str, reason: str, *, writing: bool, committed: bool | None = False,
+                 check: str = ""):
+        self.label, self.reason, self.writing, self.committed = label, reason, writing, committed
+        if committed is None:
+            outcome = (f"the write may have been committed; run `{check}` to check "
+                       "(writes are never retried: a retried write could store the same events twice)")
+        elif writing:
+            outcome = f"nothing was written (the server rolled the transaction back); {self.advice}"
+        else:
+            outcome = f"nothing was written; {self.advice}"
+        super().__init__(f"{label}: {self.what} while {'writing' if writing else 'reading'} ({reason}); {outcome}")
+
+
+class ConnectionLost(ServerFailure):
+    """The connection to the server ended under a command (the server restarted or ended the
+    session, the network failed). The next call connects again; a read retries once by
+    itself, a write never does."""
+
+    what = "the connection to the server was lost"
+
+
+class StatementTimeout(ServerFailure):
+    """The server stopped a statement at one of its time limits (statement_timeout,
+    lock_timeout)."""
+
+    what = "the server stopped a statement at its time limit"
+    advice = ("the limit is the session's statement_timeout or lock_timeout (the URL's options, "
+              "PGOPTIONS or the server's settings)")
+
+
+class StatementCancelled(ServerFailure):
+    """The server cancelled a statement at someone's request (``pg_cancel_backend``, a
+    cancel request from another client)."""
+
+    what = "the server cancelled a statement"
+
+
 class ConcurrentCondensation(OpenHandsMemoryError):
     """Another condensation landed after the view this one was computed from."""
 

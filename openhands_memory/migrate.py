@@ -87,9 +87,11 @@ def apply(location: "Location", target: str, *, backwards: bool = False) -> None
     before it commits. PostgreSQL: DDL is transactional, so the whole migration is one
     transaction there too.
     """
-    from sqlalchemy import create_engine, event
+    from sqlalchemy import event
 
-    engine = create_engine(location.sqlalchemy_url)
+    from .database import make_engine
+
+    engine = make_engine(location)  # (PostgreSQL: with the connect timeout and keepalives)
     if location.is_sqlite:
 
         @event.listens_for(engine, "connect")

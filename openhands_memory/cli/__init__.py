@@ -147,7 +147,10 @@ def cli(ctx: click.Context, verbose: bool) -> None:
     DB is the database file; CONV a conversation id (or a unique prefix of one).
     """
     log = logging.getLogger("openhands_memory")
-    saved = (log.level, log.propagate)
+    # psycopg's own warnings too ("error ignored terminating <Pipeline>" after a lost
+    # connection): the command's one Error line says what happened.
+    driver = logging.getLogger("psycopg")
+    saved = (log.level, log.propagate, driver.propagate)
     handler: logging.Handler
     if verbose:
         handler = logging.StreamHandler(sys.stderr)
@@ -155,13 +158,15 @@ def cli(ctx: click.Context, verbose: bool) -> None:
         log.setLevel(logging.INFO)
     else:  # commands report what matters themselves (dropped events, fallbacks)
         handler = logging.NullHandler()
-    log.addHandler(handler)
-    log.propagate = False
+    for logger in (log, driver):
+        logger.addHandler(handler)
+        logger.propagate = False
 
     def restore() -> None:  # the app may run inside another program (tests, notebooks)
-        log.removeHandler(handler)
+        for logger in (log, driver):
+            logger.removeHandler(handler)
         log.setLevel(saved[0])
-        log.propagate = saved[1]
+        log.propagate, driver.propagate = saved[1], saved[2]
 
     ctx.call_on_close(restore)
 

@@ -22,14 +22,21 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Sequence
+import select
+import shlex
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from ..database import Location, connect_server, judge_server
+from ..database import DatabaseUnreachable, Location, connect_server, judge_server
 from ..errors import (
+    ConnectionLost,
     MultipleStatements,
     QueryError,
     QueryTimeout,
     ReadOnlyViolation,
+    ServerFailure,
+    StatementCancelled,
+    StatementTimeout,
 )
 from .codec import EVENT_COLUMNS
 from .recorder import QueryResult, Recorder
@@ -106,6 +113,9 @@ def append_sql(n: int) -> str:
     )
 
 
+_T = TypeVar("_T")
+
+
 @functools.lru_cache(maxsize=512)
 def _pyformat(text: str) -> str:
     """``?`` placeholders as psycopg's ``%s`` (the library's SQL has no ``%`` of its own and
@@ -124,12 +134,16 @@ class PostgresSession(Session):
     )
     interval_order = " ORDER BY ev.id"
 
+    def __init__(self, conn: Any, recorder: "PostgresRecorder"):
+        super().__init__(conn)
+        self.recorder = recorder
+
     def sql(self, text: str) -> str:
         return _pyformat(text)
 
     def executemany(self, text: str, rows: Any) -> None:
-        self.send_begin()
         try:
+            self.send_begin()
             with self.conn.cursor() as cursor:
                 cursor.executemany(self.sql(text), rows)
         except Exception as e:
@@ -147,6 +161,9 @@ class PostgresSession(Session):
 
         if isinstance(error, psycopg.errors.IntegrityError):
             raise IntegrityViolation(str(error).splitlines()[0]) from None
+        # Inside an explicit transaction nothing commits before the COMMIT (_commit says
+        # whether that one may have landed): the server rolls back what a failure leaves.
+        self.recorder.fail(error, writing=not self.reading, conversation_id=self.conversation)
 
     #: The version the current write transaction left (set when it began; see the recorder).
     version: Any = None
@@ -154,36 +171,57 @@ class PostgresSession(Session):
     pending_begin: str | None = None
     #: The transaction is a read (``Recorder.reading``).
     reading = False
+    #: A read without a transaction (``reading(snapshot=False)``): each statement stands alone.
+    single = False
+    #: The conversation the write transaction locked (for messages).
+    conversation: str | None = None
     #: (conversation, MAX(id)) read right after the write's lock was taken, until an insert.
     known_last: tuple[str, int] | None = None
 
     def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
-        if self.pending_begin is None:
-            return super().execute(text, params)
         begin, self.pending_begin = self.pending_begin, None
-        try:
+
+        def send() -> Any:
+            if begin is None:
+                return self.conn.execute(self.sql(text), params)
             with self.conn.pipeline():  # BEGIN and this statement in one round trip
                 self.conn.execute(begin)
-                cursor = self.conn.execute(self.sql(text), params)
-        except Exception as e:
-            self.translate(e)
-            raise
-        return cursor
+                return self.conn.execute(self.sql(text), params)
+
+        return self.again_if_lost(send, begin)
 
     def run_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple]]:
         """One round trip for all of them (and a pending BEGIN): a pipeline."""
         if not statements:
             return []
         begin, self.pending_begin = self.pending_begin, None
-        try:
+
+        def send() -> list[Any]:
             with self.conn.pipeline():
                 if begin is not None:
                     self.conn.execute(begin)
-                cursors = [self.conn.execute(self.sql(text), params) for text, params in statements]
+                return [self.conn.execute(self.sql(text), params) for text, params in statements]
+
+        cursors = self.again_if_lost(send, begin)
+        return [[tuple(r) for r in cursor.fetchall()] for cursor in cursors]
+
+    def again_if_lost(self, send: Callable[[], _T], begin: str | None) -> _T:
+        """``send()``, translating a failure; a read that has taken no snapshot yet (its
+        BEGIN goes with this statement) or takes none (a single statement) runs once more
+        on a new connection after a connection loss. A read further into its transaction
+        cannot: its snapshot is gone, and statements from two snapshots would not agree."""
+        try:
+            return send()
+        except Exception as e:
+            if not (self.reading and (begin is not None or self.single) and self.recorder.lost(e)):
+                self.translate(e)
+                raise
+            self.recorder.reconnect(after=e)
+        try:
+            return send()
         except Exception as e:
             self.translate(e)
             raise
-        return [[tuple(r) for r in cursor.fetchall()] for cursor in cursors]
 
     def view_head(self, cid: str, upto: int) -> tuple[int, int | None, int | None, list[Any] | None]:
         # The live runs are read whatever the ends say (one round trip for both); they are
@@ -229,8 +267,8 @@ class PostgresSession(Session):
             self.execute(INSERT_EVENT, rows[0])
             return
         # COPY streams a batch in one statement, several times faster than inserts.
-        self.send_begin()
         try:
+            self.send_begin()
             with self.conn.cursor() as cursor:
                 with cursor.copy(f"COPY event ({', '.join(EVENT_COLUMNS)}) FROM STDIN") as copy:
                     for row in rows:
@@ -253,10 +291,20 @@ class PostgresSession(Session):
 
 
 class PostgresRecorder(Recorder):
+    """One connection to the server, replaced when the server ends it.
+
+    Failures leave as the library's errors (``fail``): ``ConnectionLost``,
+    ``StatementTimeout``, ``StatementCancelled``, or ``ServerFailure``, each saying whether a
+    write may have landed. After any of them the recorder is usable again: a connection the
+    server has ended is replaced at the start of the next transaction, append or version
+    check. A read whose snapshot has not begun retries once on the new connection; a write
+    never retries."""
+
     backend = "postgresql"
 
     def __init__(self, location: Location, *, create: bool = True, readonly: bool = False):
         super().__init__()
+        self.location = location
         self.label = location.label
         self.readonly = readonly
         # Autocommit: transactions are begun explicitly, as on SQLite (or are a pipeline's
@@ -265,23 +313,124 @@ class PostgresRecorder(Recorder):
         settings = [f"-c {name}={value}" for name, value in SESSION_SETTINGS]
         if readonly:  # every transaction of this connection is read-only
             settings.append("-c default_transaction_read_only=on")
-        self.conn = connect_server(location, options=_with_options(location.driver_url, settings))
+        self._options = _with_options(location.driver_url, settings)
+        self.conn = connect_server(location, options=self._options)
         try:
-            judge_server(location, self.conn, create=create and not readonly)
+            try:
+                judge_server(location, self.conn, create=create and not readonly)
+            except Exception as e:
+                self.fail(e, writing=False)
+                raise
         except BaseException:
             self.conn.close()
             raise
-        self._session = PostgresSession(self.conn)
+        self._session = PostgresSession(self.conn, self)
+        self._attach()
+
+    def _attach(self) -> None:
+        """What belongs to the current connection: the libpq appender (its prepared
+        statements) and the probe ``_usable`` polls."""
         self._libpq = _LibpqAppender(self.conn) if _LibpqAppender.usable(self.conn) else None
+        self._probe = select.poll()
+        self._probe.register(self.conn.pgconn.socket, select.POLLIN)
+
+    # --- failures ----------------------------------------------------------------------
+
+    def lost(self, error: BaseException) -> bool:
+        """Whether ``error`` ended the connection (the server ended the session or went away,
+        the network failed): then the next call connects again."""
+        import psycopg
+
+        if not isinstance(error, psycopg.Error):
+            return False
+        ended = isinstance(error, (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown,
+                                   psycopg.errors.IdleSessionTimeout,
+                                   psycopg.errors.IdleInTransactionSessionTimeout,
+                                   psycopg.errors.ConnectionException))
+        if ended and not self.conn.closed:
+            self.conn.close()  # the server has ended the session: never reuse it
+        return ended or self.conn.closed
+
+    def fail(self, error: BaseException, *, writing: bool, committed: bool | None = False,
+             conversation_id: str | None = None) -> None:
+        """Raise the library's error for a driver error the server or the network caused
+        (return for any other: a bug, to be seen as one). ``committed``: ``None`` when the
+        failure came after a COMMIT or a committing Sync was sent, so that the write may have
+        landed; otherwise ``False``."""
+        import psycopg
+
+        if not isinstance(error, psycopg.Error):
+            return
+        reason = _first_line(error).removeprefix("consuming input failed: ")
+        if self.lost(error):
+            check = (f"openhands-memory history {shlex.quote(self.label)} {shlex.quote(conversation_id)}"
+                     if conversation_id is not None else f"openhands-memory conversations {shlex.quote(self.label)}")
+            raise ConnectionLost(self.label, reason, writing=writing, committed=committed, check=check) from None
+        # The server answered with an error: the statement's transaction (or a pipeline's
+        # implicit one) is rolled back, a failed COMMIT included.
+        if isinstance(error, psycopg.errors.QueryCanceled):
+            kind: type[ServerFailure] = StatementTimeout if "timeout" in reason else StatementCancelled
+        elif isinstance(error, psycopg.errors.LockNotAvailable):
+            kind = StatementTimeout
+        elif isinstance(error, psycopg.OperationalError):  # out of disk, memory, connections...
+            kind = ServerFailure
+        else:
+            return
+        raise kind(self.label, reason, writing=writing) from None
+
+    def _usable(self) -> None:
+        """Before a transaction, an append or a version check: a connection the server has
+        ended meanwhile (a restart, ``pg_terminate_backend``, an idle timeout) is replaced,
+        so that the call runs, not fails. An idle connection the server has written to
+        without being asked has been ended (its last words, then end of file). One poll(2)
+        that does not wait: no round trip."""
+        import psycopg
+        from psycopg import pq
+
+        conn = self.conn
+        if not conn.closed:
+            if conn.pgconn.transaction_status != pq.TransactionStatus.IDLE or not self._probe.poll(0):
+                return
+            try:
+                conn.pgconn.consume_input()  # a notice, or the end: libpq tells which
+            except psycopg.OperationalError:
+                pass
+            if not conn.closed:
+                return
+        self.reconnect()
+
+    def reconnect(self, after: BaseException | None = None) -> None:
+        """A new connection in place of one the server has ended. ``after``: the failure of
+        a read about to be retried; if connecting fails, the message says both."""
+        old = self.conn
+        try:
+            old.close()
+        except Exception:  # noqa: BLE001  it is gone either way
+            pass
+        try:
+            self.conn = connect_server(self.location, options=self._options)
+        except DatabaseUnreachable as e:
+            if after is None:
+                raise
+            reason = _first_line(after).removeprefix("consuming input failed: ")
+            raise ConnectionLost(self.label, f"{reason}; connecting again failed: {e.args[0].split(': ', 1)[-1]}",
+                                 writing=False) from None
+        if self._session.conn is old:  # (not when a test stands in for the connection)
+            self._session.conn = self.conn
+        self._attach()
+
+    # --- transactions ------------------------------------------------------------------
 
     def session(self) -> Session:
         return self._session
 
     def _begin_write(self, session: Session, conversation_id: str | None) -> None:
         assert isinstance(session, PostgresSession)
+        self._usable()
         session.version = None
         session.known_last = None
         session.reading = False
+        session.conversation = conversation_id
         if conversation_id is None:
             session.pending_begin = BEGIN_WRITE
             return
@@ -289,10 +438,14 @@ class PostgresRecorder(Recorder):
         # BEGIN, the lock and the conversation's last id in one round trip. MAX(id) is read
         # by a statement of its own, after the lock is granted (see append_sql).
         conn = session.conn  # (a test may stand in for the connection to see the statements)
-        with conn.pipeline():
-            conn.execute(BEGIN_WRITE)
-            locked = conn.execute(LOCK, (conversation_id,))
-            last = conn.execute(LAST_ID, (conversation_id,))
+        try:
+            with conn.pipeline():
+                conn.execute(BEGIN_WRITE)
+                locked = conn.execute(LOCK, (conversation_id,))
+                last = conn.execute(LAST_ID, (conversation_id,))
+        except Exception as e:
+            self.fail(e, writing=True, conversation_id=conversation_id)
+            raise
         row = locked.fetchone()
         session.version = row[0] if row else None
         found = last.fetchone()[0]
@@ -300,8 +453,24 @@ class PostgresRecorder(Recorder):
 
     def _begin_read(self, session: Session) -> None:
         assert isinstance(session, PostgresSession)
+        self._usable()
         session.pending_begin = BEGIN_READ
         session.reading = True
+
+    @contextmanager
+    def reading(self, *, snapshot: bool = True) -> Iterator[Session]:
+        if snapshot:
+            with super().reading() as session:
+                yield session
+            return
+        with self._lock:  # single statements: each may run again after a connection loss
+            self._usable()
+            session = self._session
+            session.reading = session.single = True
+            try:
+                yield session
+            finally:
+                session.reading = session.single = False
 
     def _commit(self, session: Session) -> None:
         assert isinstance(session, PostgresSession)
@@ -309,23 +478,39 @@ class PostgresRecorder(Recorder):
         if session.pending_begin is not None:  # nothing was sent: nothing to commit
             session.pending_begin = None
             return
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.execute("COMMIT")
+        except Exception as e:
+            # No answer to a COMMIT: it may have landed. An error in answer: it did not.
+            self.fail(e, writing=True, committed=None if self.lost(e) else False,
+                      conversation_id=session.conversation)
+            raise
 
     def _rollback(self, session: Session) -> None:
+        """End the transaction without keeping anything. Never raises for the server: it
+        runs after a failure, whose error is the one to see, or after a read, whose rows are
+        read already; a connection that cannot end its transaction is closed (the server
+        then rolls it back) and replaced on the next call."""
+        import psycopg
         from psycopg.pq import TransactionStatus
 
         assert isinstance(session, PostgresSession)
         session.pending_begin = None
         session.known_last = None
         reading, session.reading = session.reading, False
+        if self.conn.closed:
+            return
         status = self.conn.info.transaction_status
-        if status == TransactionStatus.INTRANS and reading:
-            # A read-only transaction ends the same either way, but on "ROLLBACK" psycopg
-            # forgets its prepared statements and deallocates them all (one more round trip,
-            # then every statement prepared again), and ours (append) with them.
-            self.conn.execute("COMMIT")
-        elif status != TransactionStatus.IDLE:
-            self.conn.execute("ROLLBACK")
+        try:
+            if status == TransactionStatus.INTRANS and reading:
+                # A read-only transaction ends the same either way, but on "ROLLBACK" psycopg
+                # forgets its prepared statements and deallocates them all (one more round
+                # trip, then every statement prepared again), and ours (append) with them.
+                self.conn.execute("COMMIT")
+            elif status != TransactionStatus.IDLE:
+                self.conn.execute("ROLLBACK")
+        except psycopg.Error:
+            self.conn.close()
 
     def append(
         self, conversation_id: str, rows: Sequence[tuple[Any, ...]], count: Sequence[str] = ()
@@ -341,8 +526,6 @@ class PostgresRecorder(Recorder):
 
         The counts are read after the INSERT (its ids are the server's), so the new rows'
         own actions are taken off them: what is left is what came before."""
-        import psycopg
-
         if not rows or len(rows) > APPEND_ROWS:
             return super().append(conversation_id, rows, count)
         params: list[Any] = [conversation_id, conversation_id]
@@ -352,14 +535,16 @@ class PostgresRecorder(Recorder):
         count = sorted(set(count))[:500]  # a view asks for the few response ids new to it
         count_params = [conversation_id, 2**31 - 1, *count]  # every id (the column is an INTEGER)
         with self._lock:
+            self._usable()
             conn = self._session.conn  # (a test may stand in for the connection)
             if conn is self.conn and self._libpq is not None and self._libpq.ready():
+                appender = self._libpq
                 try:
-                    version, ids, found = self._libpq.append(
+                    version, ids, found = appender.append(
                         len(rows), params, self._session.batch_sizes_sql(len(count)) if count else None, count_params
                     )
-                except psycopg.Error as e:
-                    self._session.translate(e)
+                except Exception as e:
+                    self._failed_append(e, conversation_id, synced=appender.synced)
                     raise
             else:
                 try:
@@ -368,9 +553,9 @@ class PostgresRecorder(Recorder):
                         inserted = conn.execute(append_sql(len(rows)), params)
                         counted = (conn.execute(_pyformat(self._session.batch_sizes_sql(len(count))), count_params)
                                    if count else None)
-                except psycopg.Error as e:
+                except Exception as e:
                     self._rollback(self._session)
-                    self._session.translate(e)
+                    self._failed_append(e, conversation_id, synced=True)
                     raise
                 row = locked.fetchone()
                 version = None if row is None else row[0]
@@ -386,9 +571,32 @@ class PostgresRecorder(Recorder):
                 counts[rid] = n - new
         return ids[0], version, counts
 
+    def _failed_append(self, error: BaseException, conversation_id: str, *, synced: bool) -> None:
+        """An append's failure as the library's error. ``synced``: the pipeline's Sync, which
+        commits it, was sent; if no answer came, the append may have landed."""
+        import psycopg
+
+        if isinstance(error, psycopg.errors.IntegrityError):
+            self._session.translate(error)
+        self.fail(error, writing=True, committed=None if synced and self.lost(error) else False,
+                  conversation_id=conversation_id)
+
     def version(self, conversation_id: str) -> Any:
         with self._lock:
-            row = self.conn.execute("SELECT version FROM conversation WHERE id = %s", (conversation_id,)).fetchone()
+            self._usable()
+            try:
+                row = self.conn.execute("SELECT version FROM conversation WHERE id = %s", (conversation_id,)).fetchone()
+            except Exception as e:
+                if not self.lost(e):
+                    self.fail(e, writing=False)
+                    raise
+                self.reconnect(after=e)  # one statement, a read: once more on a new connection
+                try:
+                    row = self.conn.execute("SELECT version FROM conversation WHERE id = %s",
+                                            (conversation_id,)).fetchone()
+                except Exception as again:
+                    self.fail(again, writing=False)
+                    raise
         return None if row is None else row[0]
 
     def close(self) -> None:
@@ -413,6 +621,8 @@ class _LibpqAppender:
         self.conn = conn
         self.pgconn = conn.pgconn
         self.prepared: set[bytes] = set()
+        #: The last append's Sync (its commit) was sent: a failure after it may follow a commit.
+        self.synced = False
         self.readable, self.writable = select.poll(), select.poll()
         self.readable.register(self.pgconn.socket, select.POLLIN)
         self.writable.register(self.pgconn.socket, select.POLLOUT)
@@ -491,6 +701,7 @@ class _LibpqAppender:
         import psycopg
         from psycopg import pq
 
+        self.synced = False
         name = b"ohm_append_%d" % n
         self._prepare(b"ohm_lock", LOCK)
         self._prepare(name, append_sql(n))
@@ -506,9 +717,12 @@ class _LibpqAppender:
             pgconn.send_query_prepared(name, values)
             if count_sql is not None:
                 pgconn.send_query_prepared(counting, [self._text(v) for v in count_params])
+            self.synced = True
             pgconn.pipeline_sync()
             try:
                 self._collect(results)
+            except psycopg.Error:
+                raise  # the connection failed: nothing to cancel (the recorder says what happened)
             except BaseException:
                 # Interrupted (Ctrl-C) with the server at work: cancel the statement, as
                 # psycopg does, and read the pipeline to its end, so that the connection
@@ -545,15 +759,32 @@ def read_only_query(location: Location, query: str, *, timeout: float, max_rows:
     statement runs inside ``BEGIN READ ONLY`` (which nothing in the statement can turn back:
     PostgreSQL refuses to change a transaction's mode after its first query), the extended
     protocol takes a single statement, and the transaction is rolled back. A statement timeout
-    stops it; Ctrl-C cancels it on the server (psycopg sends the cancel).
+    stops it; Ctrl-C cancels it on the server (psycopg sends the cancel). A connection lost
+    under it is a read like any other: it runs once more on a new connection, then
+    ``ConnectionLost``.
     """
+    try:
+        return _read_only_query(location, query, timeout=timeout, max_rows=max_rows)
+    except _Lost:
+        pass
+    try:
+        return _read_only_query(location, query, timeout=timeout, max_rows=max_rows)
+    except _Lost as e:
+        raise ConnectionLost(location.label, str(e), writing=False) from None
+
+
+class _Lost(Exception):
+    """The connection ended under ``read_only_query``'s statement (the reason)."""
+
+
+def _read_only_query(location: Location, query: str, *, timeout: float, max_rows: int) -> QueryResult:
     import psycopg
 
     with connect_server(location) as conn:
-        conn.execute("SET default_transaction_read_only = on")
-        conn.execute("BEGIN READ ONLY")
-        conn.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
         try:
+            conn.execute("SET default_transaction_read_only = on")
+            conn.execute("BEGIN READ ONLY")
+            conn.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
             # prepare=True: the extended protocol, which takes one statement. Without it
             # psycopg sends a query without parameters by the simple protocol, which runs
             # every statement in the string: "COMMIT; BEGIN READ WRITE; DELETE ..." wrote.
@@ -562,17 +793,24 @@ def read_only_query(location: Location, query: str, *, timeout: float, max_rows:
             header = [d.name for d in cursor.description or []]
         except psycopg.errors.ReadOnlySqlTransaction as e:
             raise ReadOnlyViolation(f"sql is read-only: {_first_line(e)}") from None
-        except psycopg.errors.QueryCanceled:
-            raise QueryTimeout(timeout) from None
+        except psycopg.errors.QueryCanceled as e:
+            if "statement timeout" in str(e):
+                raise QueryTimeout(timeout) from None
+            raise StatementCancelled(location.label, _first_line(e), writing=False) from None
         except psycopg.errors.SyntaxError as e:
             if "multiple commands" in str(e):  # the extended protocol takes one statement
                 raise MultipleStatements(f"give one SQL statement at a time ({_first_line(e)})") from None
             raise QueryError(f"SQL error: {_first_line(e)}") from None
         except psycopg.Error as e:
+            if conn.closed or isinstance(e, (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown)):
+                raise _Lost(_first_line(e).removeprefix("consuming input failed: ")) from None
             raise QueryError(f"SQL error: {_first_line(e)}") from None
         finally:
-            if conn.info.transaction_status != 0:  # not idle: end the transaction
-                conn.execute("ROLLBACK")
+            if not conn.closed and conn.info.transaction_status != 0:  # not idle: end it
+                try:
+                    conn.execute("ROLLBACK")
+                except psycopg.Error:  # it ends with the connection, which closes next
+                    pass
     return QueryResult(header, [tuple(r) for r in rows[:max_rows]], len(rows) > max_rows)
 
 
