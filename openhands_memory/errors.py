@@ -91,6 +91,7 @@ class DatabaseUnreachable(OpenHandsMemoryError):
     """The PostgreSQL server refused the connection, or the database does not exist."""
 
     def __init__(self, label: str, why: str):
+        self.why = why
         super().__init__(f"{label}: cannot connect: {why}")
 
 

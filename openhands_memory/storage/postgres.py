@@ -24,12 +24,15 @@ import functools
 import re
 import select
 import shlex
+import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from ..database import DatabaseUnreachable, Location, connect_server, judge_server
+from ..database import Location, connect_server, connect_timeout_of, judge_server
 from ..errors import (
     ConnectionLost,
+    ConnectTimeout,
+    DatabaseUnreachable,
     MultipleStatements,
     QueryError,
     QueryTimeout,
@@ -114,6 +117,9 @@ def append_sql(n: int) -> str:
 
 
 _T = TypeVar("_T")
+#: What libpq says of a server that is restarting (or a connection it ended while starting).
+RESTARTING = ("starting up", "shutting down", "in recovery mode", "not yet accepting connections",
+              "Connection refused", "server closed the connection unexpectedly")
 
 
 @functools.lru_cache(maxsize=512)
@@ -388,16 +394,18 @@ class PostgresRecorder(Recorder):
         from psycopg import pq
 
         conn = self.conn
-        if not conn.closed:
-            if conn.pgconn.transaction_status != pq.TransactionStatus.IDLE or not self._probe.poll(0):
-                return
-            try:
-                conn.pgconn.consume_input()  # a notice, or the end: libpq tells which
-            except psycopg.OperationalError:
-                pass
-            if not conn.closed:
-                return
-        self.reconnect()
+        if not conn.closed and conn.pgconn.transaction_status == pq.TransactionStatus.IDLE:
+            # Read what came (a notice, or the session's end: its last words, then end of
+            # file, which libpq sees only on a read of its own) until nothing more has.
+            while self._probe.poll(0):
+                try:
+                    conn.pgconn.consume_input()
+                except psycopg.OperationalError:
+                    break
+                if conn.closed:
+                    break
+        if conn.closed:
+            self.reconnect()
 
     def reconnect(self, after: BaseException | None = None) -> None:
         """A new connection in place of one the server has ended. ``after``: the failure of
@@ -408,16 +416,31 @@ class PostgresRecorder(Recorder):
         except Exception:  # noqa: BLE001  it is gone either way
             pass
         try:
-            self.conn = connect_server(self.location, options=self._options)
+            self.conn = self._connect_again()
         except DatabaseUnreachable as e:
             if after is None:
                 raise
             reason = _first_line(after).removeprefix("consuming input failed: ")
-            raise ConnectionLost(self.label, f"{reason}; connecting again failed: {e.args[0].split(': ', 1)[-1]}",
+            raise ConnectionLost(self.label, f"{reason}; connecting again failed: {e.why}",
                                  writing=False) from None
         if self._session.conn is old:  # (not when a test stands in for the connection)
             self._session.conn = self.conn
         self._attach()
+
+    def _connect_again(self) -> Any:
+        """Connect to a server that was there a moment ago. One that is restarting refuses
+        connections, or says it is starting up, for a few seconds: try again four times a
+        second until the connect timeout has passed, then say why not."""
+        deadline = time.monotonic() + connect_timeout_of(self.location.driver_url)
+        while True:
+            try:
+                return connect_server(self.location, options=self._options)
+            except ConnectTimeout:
+                raise  # it took the whole timeout already
+            except DatabaseUnreachable as e:
+                if time.monotonic() >= deadline or not any(word in str(e) for word in RESTARTING):
+                    raise
+            time.sleep(0.25)
 
     # --- transactions ------------------------------------------------------------------
 
