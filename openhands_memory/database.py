@@ -81,6 +81,11 @@ class Location:
         return self.url
 
     @property
+    def connect_args(self) -> dict[str, str]:
+        """What the driver is given beside the URL (PostgreSQL: ``connection_params``)."""
+        return connection_params(self.driver_url) if self.is_postgres else {}
+
+    @property
     def driver_url(self) -> str:
         """The URL as the driver itself (psycopg) takes it: no SQLAlchemy dialect suffix."""
         scheme, rest = self.url.split("://", 1)
@@ -293,8 +298,7 @@ def make_engine(location: Location) -> "Engine":
 
     if location.is_postgres:
         psycopg_module(location)  # SQLAlchemy's own error would be a traceback
-        return create_engine(location.sqlalchemy_url, connect_args=connection_params(location.driver_url))
-    return create_engine(location.sqlalchemy_url)
+    return create_engine(location.sqlalchemy_url, connect_args=location.connect_args)
 
 
 def create_schema(location: Location) -> None:

@@ -87,11 +87,9 @@ def apply(location: "Location", target: str, *, backwards: bool = False) -> None
     before it commits. PostgreSQL: DDL is transactional, so the whole migration is one
     transaction there too.
     """
-    from sqlalchemy import event
+    from sqlalchemy import create_engine, event
 
-    from .database import make_engine
-
-    engine = make_engine(location)  # (PostgreSQL: with the connect timeout and keepalives)
+    engine = create_engine(location.sqlalchemy_url, connect_args=location.connect_args)
     if location.is_sqlite:
 
         @event.listens_for(engine, "connect")
