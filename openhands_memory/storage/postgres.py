@@ -179,6 +179,10 @@ class PostgresSession(Session):
     reading = False
     #: A read without a transaction (``reading(snapshot=False)``): each statement stands alone.
     single = False
+    #: Inside a transaction the recorder began (until its commit or rollback): its
+    #: connection must not be replaced under it, or its later statements would run, outside
+    #: it, on another.
+    active = False
     #: The conversation the write transaction locked (for messages).
     conversation: str | None = None
     #: (conversation, MAX(id)) read right after the write's lock was taken, until an insert.
@@ -393,6 +397,8 @@ class PostgresRecorder(Recorder):
         import psycopg
         from psycopg import pq
 
+        if self._session.active:  # the transaction fails with its connection, whole
+            return
         conn = self.conn
         if not conn.closed and conn.pgconn.transaction_status == pq.TransactionStatus.IDLE:
             # Read what came (a notice, or the session's end: its last words, then end of
@@ -450,6 +456,7 @@ class PostgresRecorder(Recorder):
     def _begin_write(self, session: Session, conversation_id: str | None) -> None:
         assert isinstance(session, PostgresSession)
         self._usable()
+        session.active = True
         session.version = None
         session.known_last = None
         session.reading = False
@@ -477,6 +484,7 @@ class PostgresRecorder(Recorder):
     def _begin_read(self, session: Session) -> None:
         assert isinstance(session, PostgresSession)
         self._usable()
+        session.active = True
         session.pending_begin = BEGIN_READ
         session.reading = True
 
@@ -486,9 +494,12 @@ class PostgresRecorder(Recorder):
             with super().reading() as session:
                 yield session
             return
-        with self._lock:  # single statements: each may run again after a connection loss
-            self._usable()
+        with self._lock:
             session = self._session
+            if session.active:  # inside the caller's transaction: its statements are its own
+                yield session
+                return
+            self._usable()  # single statements: each may run again after a connection loss
             session.reading = session.single = True
             try:
                 yield session
@@ -498,6 +509,7 @@ class PostgresRecorder(Recorder):
     def _commit(self, session: Session) -> None:
         assert isinstance(session, PostgresSession)
         session.known_last = None
+        session.active = False
         if session.pending_begin is not None:  # nothing was sent: nothing to commit
             session.pending_begin = None
             return
@@ -520,6 +532,7 @@ class PostgresRecorder(Recorder):
         assert isinstance(session, PostgresSession)
         session.pending_begin = None
         session.known_last = None
+        session.active = False
         reading, session.reading = session.reading, False
         if self.conn.closed:
             return
@@ -610,8 +623,9 @@ class PostgresRecorder(Recorder):
             try:
                 row = self.conn.execute("SELECT version FROM conversation WHERE id = %s", (conversation_id,)).fetchone()
             except Exception as e:
-                if not self.lost(e):
-                    self.fail(e, writing=False)
+                if not self.lost(e) or self._session.active:  # (a transaction's: it fails whole)
+                    session = self._session
+                    self.fail(e, writing=session.active and not session.reading, conversation_id=session.conversation)
                     raise
                 self.reconnect(after=e)  # one statement, a read: once more on a new connection
                 try:

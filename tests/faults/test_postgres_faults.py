@@ -308,13 +308,18 @@ def test_postgres_write_ended_mid_statement_raises_and_never_lands_twice(pg):
     healthy(url)
 
 
-def test_postgres_write_transaction_ended_before_commit_says_nothing_was_written(pg):
+@pytest.mark.parametrize("then", ["insert", "read"])
+def test_postgres_write_transaction_ended_before_commit_says_nothing_was_written(pg, then):
+    """Ended inside a write transaction: its next statement fails, a read inside it too
+    (which must never run on a new connection, outside the transaction)."""
     url, n = pg
     store = EventStore(url)
     conv = store.conversation(CONV)
     with pytest.raises(ConnectionLost) as lost:
         with store.writing(CONV) as db:
             terminate(url, [store.recorder.conn.info.backend_pid])
+            if then == "read":
+                store.has_conversation(CONV)
             conv.insert(db, [f.user("never committed")])
     assert "lost while writing" in str(lost.value)
     assert "nothing was written (the server rolled the transaction back)" in str(lost.value)
