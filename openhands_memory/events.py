@@ -236,6 +236,7 @@ class CondensationNote:
     config: dict[str, Any] | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
+    fallback: str | None = None  # the hard fallback that made it (also named in ``reason``)
 
 
 class Condensation(Event):

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator
 import pytest
 
 from openhands_memory import condensers as condenser_module
-from openhands_memory.condense import write_condensation
+from openhands_memory.view.tokens import FRESH
 from openhands_memory.condensers import (
     AmortizedForgettingCondenser,
     BrowserOutputCondenser,
@@ -54,7 +54,7 @@ from openhands_memory.events import (
     RecallObservation,
     SystemPromptEvent,
 )
-from openhands_memory.store import Conversation, EventStore
+from openhands_memory.conversation import Conversation, EventStore
 from openhands_memory.view import View
 
 from . import factories as f
@@ -66,7 +66,7 @@ def harness(conv: Conversation, condenser, events: Iterable[Event]) -> Iterator[
     """The corrected harness of §7.0, over a real store."""
     for e in events:
         conv.append(e)
-        result = conv.condense(condenser)
+        result = conv.condense(condenser).result
         if isinstance(result, Condensation):
             continue  # stored as the next event by conv.condense; nothing is yielded
         yield result
@@ -207,7 +207,7 @@ def assert_well_formed(view: View, history: list[Event], *, where: str = "") -> 
 def test_noop_returns_the_view_unchanged(conv):
     conv.append_many(messages(3))
     view = conv.view()
-    result = conv.condense(NoOpCondenser())
+    result = conv.condense(NoOpCondenser()).result
     assert result is view
     assert [text_of(e) for e in result] == ["E0", "E1", "E2"]
     assert event_count(conv.store, conv.id) == 3
@@ -218,7 +218,7 @@ def test_observation_masking_respects_attention_window(conv):
     a1, o1 = pair(1, "first output")
     a2, o2 = pair(2, "second output")
     conv.append_many([a1, o1, f.user("E3"), a2, o2])
-    result = conv.condense(ObservationMaskingCondenser(attention_window=3))
+    result = conv.condense(ObservationMaskingCondenser(attention_window=3)).result
     assert isinstance(result, View)
     assert len(result) == 5
     masked = result[1]
@@ -241,7 +241,7 @@ def test_observation_masking_respects_attention_window(conv):
 def test_observation_masking_masks_errors_and_keeps_them_paired(conv):
     a = f.action("r1", "c1")
     conv.append_many([a, f.error("c1", "boom"), *messages(4)])
-    result = conv.condense(ObservationMaskingCondenser(attention_window=2))
+    result = conv.condense(ObservationMaskingCondenser(attention_window=2)).result
     assert isinstance(result[1], AgentErrorEvent) and result[1].error == "<MASKED>"
     assert result.to_messages()[1] == {
         "role": "tool", "tool_call_id": "c1", "name": "terminal",
@@ -258,7 +258,7 @@ def test_browser_output_respects_attention_window(conv):
         *browser_pair(3, urls[2]), *browser_pair(4, urls[3]),
     ]
     conv.append_many(events)
-    result = conv.condense(BrowserOutputCondenser(attention_window=3))
+    result = conv.condense(BrowserOutputCondenser(attention_window=3)).result
     assert len(result) == 10
     b1 = result[1]
     assert isinstance(b1, ObservationEvent) and b1.tool_call_id == "b1"
@@ -268,7 +268,7 @@ def test_browser_output_respects_attention_window(conv):
     assert [text_of(result[i]) for i in (4, 5)] == ["E3", "E4"]
     assert_well_formed(result, events)
     # window 1 keeps only the newest page
-    narrow = conv.condense(BrowserOutputCondenser())
+    narrow = conv.condense(BrowserOutputCondenser()).result
     assert [("page text" in text_of(narrow[p])) for p in (1, 3, 7, 9)] == [False, False, False, True]
 
 
@@ -283,7 +283,7 @@ def test_browser_output_respects_attention_window(conv):
 )
 def test_recent_events(conv, keep_first, max_events, expected):
     conv.append_many([f.user(f"E{i}") for i in range(1, 6)])
-    result = conv.condense(RecentEventsCondenser(keep_first=keep_first, max_events=max_events))
+    result = conv.condense(RecentEventsCondenser(keep_first=keep_first, max_events=max_events)).result
     assert [text_of(e) for e in result] == expected
     assert event_count(conv.store, conv.id) == 5
 
@@ -291,14 +291,14 @@ def test_recent_events(conv, keep_first, max_events, expected):
 def test_recent_events_does_not_repeat_its_head(conv):
     # legacy: n=3, keep_first=1, max_events=100 -> [e0, e0, e1, e2]; fixed: unchanged
     conv.append_many(messages(3))
-    result = conv.condense(RecentEventsCondenser(keep_first=1, max_events=100))
+    result = conv.condense(RecentEventsCondenser(keep_first=1, max_events=100)).result
     assert [text_of(e) for e in result] == ["E0", "E1", "E2"]
 
 
 def test_recent_events_cuts_only_between_pairs(conv):
     conv.append_many([f.user("task"), *pair(1), *pair(2), *pair(3)])
     # naive tail of 2 would keep [a3, o3]; a tail of 3 would start at o2 and orphan it
-    result = conv.condense(RecentEventsCondenser(keep_first=1, max_events=4))
+    result = conv.condense(RecentEventsCondenser(keep_first=1, max_events=4)).result
     assert [e.seq for e in result] == [0, 5, 6]
     assert_well_formed(result, list(conv.events()))
 
@@ -380,7 +380,7 @@ def test_pipeline_chains_sub_condensers(conv):
         unit = browser_pair(i, f"https://example.com/{i}") if i % 3 == 1 else [f.user(f"E{i}")]
         before = len(conv.view()) + len(unit)
         conv.append_many(unit)
-        result = conv.condense(pipeline)
+        result = conv.condense(pipeline).result
         if isinstance(result, Condensation):
             condensations += 1
             assert before > 10
@@ -441,7 +441,7 @@ class Legacy:
 def run_window(conv: Conversation, events: list[Event]) -> tuple[Condensation, set[int]]:
     conv.append_many(events)
     conv.request_condensation()
-    result = conv.condense(ConversationWindowCondenser())
+    result = conv.condense(ConversationWindowCondenser()).result
     assert isinstance(result, Condensation)
     ranges = forgotten_ranges(conv.store, conv.id)[result.seq]
     return result, expand(ranges)
@@ -517,7 +517,7 @@ def test_conversation_window_never_writes_an_empty_condensation(conv, build):
 def test_conversation_window_waits_for_a_request(conv):
     conv.append_many(Legacy().S().U().R().RO().CO().CO().CO().CO().events)
     view = conv.view()
-    assert conv.condense(ConversationWindowCondenser()) is view
+    assert conv.condense(ConversationWindowCondenser()).result is view
 
 
 # --- requirements: SOFT, HARD, fallbacks, no loops ----------------------------------------
@@ -617,7 +617,7 @@ def test_long_observation_triggers_a_hard_token_condensation(conv):
     (row,) = condensation_rows(conv.store, conv.id)
     assert row["reason"] == "tokens"
     assert row["tokens_before"] > 7_500 > 1500 > row["tokens_after"] > 0
-    assert condenser.view_tokens(view) == row["tokens_after"]
+    assert condenser.view_tokens(view, conv.tokens) == row["tokens_after"]
     # counts are cached in the rows of every LLM-visible event the views covered
     counts = dict(conv.store.db.execute(
         "SELECT id, token_count FROM event WHERE conversation_id = ? AND llm_visible", (conv.id,)))
@@ -820,11 +820,11 @@ class Interleaved(NoOpCondenser):
     inner: object = None
     rival: object = None
 
-    def condense(self, view: View):
-        result = self.inner.condense(view)
+    def condense(self, view: View, tokens=FRESH):
+        result = self.inner.condense(view, tokens)
         if self.rival is not None:
             rival, self.rival = self.rival, None
-            assert isinstance(rival.condense(self.inner), Condensation)
+            assert isinstance(rival.condense(self.inner).result, Condensation)
         return result
 
 
@@ -841,7 +841,7 @@ def test_two_stores_race_one_condensation_wins(db_path):
         assert event_count(s1, "race") == 14
         assert forgotten_ranges(s1, "race") == {13: [(4, 10)]}
         # the loser's next try starts from a fresh view: nothing left to do
-        assert c1.condense(amortized).ids == [0, 1, 2, 3, 11, 12]
+        assert c1.condense(amortized).result.ids == [0, 1, 2, 3, 11, 12]
 
 
 def test_two_stores_race_explicit_views(db_path):
@@ -853,16 +853,18 @@ def test_two_stores_race_explicit_views(db_path):
         v1, v2 = c1.view(), c2.view()
         k1, k2 = amortized.condense(v1), amortized.condense(v2)
         assert isinstance(k1, Condensation) and isinstance(k2, Condensation)
-        write_condensation(c2, k2, v2)
+        with c2.writing() as w:
+            w.condensation(k2, view=v2)
         with pytest.raises(ConcurrentCondensation):
-            write_condensation(c1, k1, v1)
+            with c1.writing() as w:
+                w.condensation(k1, view=v1)
         assert event_count(s1, "race") == 14
         assert len(condensation_rows(s1, "race")) == 1
         assert s1.db.execute("SELECT COUNT(*) FROM forgotten_range").fetchone()[0] == 1
         assert stale_condensations(forgotten_ranges(s1, "race")) == []
         # had the loser written anyway, the stale-view check below would flag it
-        with s1.writing() as db:
-            c1.insert(db, [k1])
+        with c1.writing() as w:  # no view given: nothing checks it is fresh
+            w.condensation(k1)
         assert stale_condensations(forgotten_ranges(s1, "race")) == [14]
 
 
@@ -957,7 +959,7 @@ def test_a_dry_run_writes_nothing_not_even_token_counts(store, conv):
     conv.append_many([f.system(), f.user()] + [e for i in range(30) for e in (f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}"))])
     condenser = AmortizedForgettingCondenser(max_size=20, keep_first=2, max_tokens=100, tokenizer="chars/4")
     before = store.db.execute("SELECT COUNT(token_count), metadata FROM event, conversation").fetchone()
-    assert isinstance(conv.condense(condenser, dry_run=True), Condensation)
+    assert isinstance(conv.condense(condenser, dry_run=True).result, Condensation)
     assert store.db.execute("SELECT COUNT(token_count), metadata FROM event, conversation").fetchone() == before
     assert len(conv) == 62
     conv.condense(condenser)  # for real: the counts are cached now

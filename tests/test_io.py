@@ -23,7 +23,7 @@ from openhands_memory.io import legacy, sdk
 from openhands_memory.io.common import ImportFailed
 from openhands_memory.io.importer import detect, import_path
 from openhands_memory.io.jsonl import parse_text, write_jsonl
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from openhands_memory.view import View
 
 from . import factories as f

@@ -27,7 +27,7 @@ from openhands_memory.events import Condensation
 from openhands_memory.schema import LOOP_EDGE_WHERE, LOOP_TOOL_KINDS
 from openhands_memory.storage import session
 from openhands_memory.storage.sqlite import SqliteSession
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 from .sdk_shape import sdk_history

@@ -20,7 +20,7 @@ from openhands_memory.errors import (
 from openhands_memory.events import Condensation, CondensationNote, MessageEvent, PauseEvent
 from openhands_memory.storage import IntegrityViolation, hidden
 from openhands_memory.storage.sqlite import SqliteSession
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 
@@ -463,7 +463,7 @@ PER_PROCESS = 1000
 
 def _append_worker(path: str, conversation_id: str, tag: str, n: int, start) -> None:
     from openhands_memory.events import Message, MessageEvent, TextContent
-    from openhands_memory.store import EventStore
+    from openhands_memory.conversation import EventStore
 
     with EventStore(path) as store:
         conv = store.conversation(conversation_id)

@@ -51,7 +51,7 @@ from openhands_memory.events import (
     ThinkingBlock,
     UserRejectObservation,
 )
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from openhands_memory.view import View
 
 SETTINGS = dict(

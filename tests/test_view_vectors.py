@@ -33,7 +33,7 @@ from openhands_memory.events import (
     Event,
 )
 from openhands_memory.view.manipulation import ManipulationIndices
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from openhands_memory.view import View, manipulation_indices
 
 from . import factories as f

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..events import Condensation
 from ..settings import settings
 from ..view import View
+from ..view.tokens import TokenSource
 from .base import Reason, RollingCondenser, forgotten_runs
 
 
@@ -16,6 +17,6 @@ from .base import Reason, RollingCondenser, forgotten_runs
 class AmortizedForgettingCondenser(RollingCondenser):
     type = "amortized"
 
-    def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
-        start, end = self.cut(view, reasons)
+    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource) -> Condensation:
+        start, end = self.cut(view, reasons, tokens)
         return Condensation(forgotten_ranges=forgotten_runs(view, range(start, end)))

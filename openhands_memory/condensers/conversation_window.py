@@ -21,6 +21,7 @@ from ..events import (
 )
 from ..settings import settings
 from ..view import View
+from ..view.tokens import FRESH, TokenSource
 from .base import Condenser, forgotten_runs
 
 
@@ -64,7 +65,7 @@ class ConversationWindowCondenser(Condenser):
     def handles_condensation_requests(self) -> bool:
         return True
 
-    def condense(self, view: View) -> View | Condensation:
+    def condense(self, view: View, tokens: TokenSource = FRESH) -> View | Condensation:
         if not view.unhandled_condensation_request:
             return view
         events = view.events

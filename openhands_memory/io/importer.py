@@ -33,7 +33,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..conversation import EventStore
 
 CHUNK = 2000
 _SNIFF = 1 << 16
