@@ -294,7 +294,7 @@ class Session(InspectionQueries):
         self.execute("DELETE FROM hidden_run WHERE conversation_id = ?", (cid,))
         self.executemany(INSERT_HIDDEN, [(cid, *r) for r in rows])
 
-    # --- the view (see view_query.py) ----------------------------------------------------
+    # --- the view (see view/query.py) ----------------------------------------------------
 
     def view_ends(self, cid: str, upto: int) -> tuple[int, int | None, int | None]:
         """(the last event id <= upto, the newest condensation <= upto, the newest overall)."""
@@ -311,8 +311,9 @@ class Session(InspectionQueries):
         self, cid: str, intervals: Sequence[Run], upto: int
     ) -> tuple[list[tuple], list[tuple], tuple | None, int | None]:
         """What a view reads once its intervals are known, in one ``run_all``: the rows
-        (``view_rows``), the interval edges (``view_edges``), the newest summary
-        (``latest_summary``) and the newest request (``last_request``)."""
+        (``VIEW_ROW_COLUMNS`` of each), the interval edges (as ``view_edges``), the newest
+        summary (condensation id, its uid, timestamp, summary, offset) and the newest
+        request's id."""
         rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS)
         edges = self.edge_statements(cid, intervals)
         results = self.run_all([*rows, *edges, (LATEST_SUMMARY, (cid, upto)), (LAST_REQUEST, (cid, upto))])
@@ -341,10 +342,6 @@ class Session(InspectionQueries):
         (``ordered=False`` for an aggregate)."""
         for text, params in self.interval_statements(cid, intervals, select, where, ordered=ordered):
             yield from self.execute(text, params)
-
-    def view_rows(self, cid: str, intervals: Sequence[Run]) -> Iterator[tuple[int, str, bool, str | None]]:
-        """(id, kind, has_thinking, payload or None when not LLM-visible) of every row."""
-        return self.over_intervals(cid, intervals, VIEW_ROW_COLUMNS)
 
     def edge_statements(self, cid: str, intervals: Sequence[Run]) -> list[tuple[str, list[Any]]]:
         out = []
@@ -385,15 +382,7 @@ class Session(InspectionQueries):
             f"GROUP BY llm_response_id"
         )
 
-    def latest_summary(self, cid: str, upto: int) -> tuple[int, str, str, str, int] | None:
-        """(condensation id, its uid, timestamp, summary, offset) of the newest summary."""
-        row = self.execute(LATEST_SUMMARY, (cid, upto)).fetchone()
-        return None if row is None else tuple(row)  # type: ignore[return-value]
-
-    def last_request(self, cid: str, upto: int) -> int | None:
-        return self.one(LAST_REQUEST, (cid, upto))
-
-    # --- token counts (see tokens.py) ----------------------------------------------------
+    # --- token counts (see conversation/tokens.py) -----------------------------------------
 
     def token_counts(self, cid: str, intervals: Sequence[Run]) -> dict[int, int | None]:
         """Every LLM-visible row's cached token count (None: not counted yet)."""

@@ -111,7 +111,7 @@ class ListHistory:
 
 @dataclass
 class TailHistory:
-    """History answers from the view query's rows and edge facts (see ``view_query``)."""
+    """History answers from the view query's rows and edge facts (see ``view/query.py``)."""
 
     batch_sizes: dict[str, int]
     spans: dict[int, tuple[int, int]]
