@@ -390,6 +390,9 @@ VISIBLE_KINDS: frozenset[str] = frozenset(k for k, c in EVENT_CLASSES.items() if
 OBSERVATION_KINDS: frozenset[str] = frozenset(
     k for k, c in EVENT_CLASSES.items() if issubclass(c, ObservationBase)
 )
+# The kinds a tool loop is made of: the one home of this set (the view's history, the loop-edge
+# index's predicate in schema.py and the statements in storage/ are all written from it).
+TOOL_KINDS: frozenset[str] = frozenset({"ActionEvent"}) | OBSERVATION_KINDS
 
 
 def _describe(error: ValidationError, kind: str) -> str:

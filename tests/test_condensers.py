@@ -327,9 +327,9 @@ def test_amortized_vector_from_7_6(conv):
     assert all(r["strategy"] == "amortized" and r["reason"] == "events" for r in rows)
     assert forgotten_ranges(conv.store, conv.id) == {13: [(4, 10)], 21: [(11, 18)]}
     # right after each condensation
-    assert conv.view(at=13).ids == [0, 1, 2, 3, 11, 12]
-    assert conv.view(at=21).ids == [0, 1, 2, 3, 19, 20]
-    assert conv.view().ids == [0, 1, 2, 3, 19, 20]
+    assert conv.view(at=13).seqs == [0, 1, 2, 3, 11, 12]
+    assert conv.view(at=21).seqs == [0, 1, 2, 3, 19, 20]
+    assert conv.view().seqs == [0, 1, 2, 3, 19, 20]
 
 
 @pytest.mark.parametrize(
@@ -478,7 +478,7 @@ def test_conversation_window_vectors(conv, build, forgotten, kept):
     cond, gone = run_window(conv, history)
     assert gone & set(range(len(history))) == forgotten
     view = conv.view()
-    assert view.ids == kept
+    assert view.seqs == kept
     assert not view.unhandled_condensation_request
     assert condensation_rows(conv.store, conv.id)[0]["strategy"] == "conversation_window"
     orphans = {e.seq for e in history if isinstance(e, ObservationEvent) and e.tool_call_id.startswith("ghost")}
@@ -538,7 +538,7 @@ def test_events_only_is_soft(conv):
     assert condenser.reasons(view) == {condenser_module.Reason.EVENTS}
     for _ in range(5):  # stays uncondensable; each step returns the view and writes nothing
         result = conv.step(condenser)
-        assert result.ids == view.ids
+        assert result.seqs == view.seqs
     assert event_count(conv.store, conv.id) == 25
     assert condensation_rows(conv.store, conv.id) == []
 
@@ -565,7 +565,7 @@ def test_request_with_reset_fallback_writes_a_reset(conv):
     assert "request" in row["reason"] and "reset" in row["reason"]
     assert not view.unhandled_condensation_request
     for _ in range(5):  # handled: later steps change nothing
-        assert conv.step(condenser).ids == [0]
+        assert conv.step(condenser).seqs == [0]
     assert len(condensation_rows(conv.store, conv.id)) == 1
 
 
@@ -576,7 +576,7 @@ def test_request_on_a_small_view_halves_it(conv):
     conv.request_condensation()
     condenser = AmortizedForgettingCondenser(max_size=100, keep_first=1)
     view = conv.step(condenser)
-    assert view.ids == [0, 5, 6, 7]
+    assert view.seqs == [0, 5, 6, 7]
     assert condensation_rows(conv.store, conv.id)[0]["reason"] == "request"
 
 
@@ -613,7 +613,7 @@ def test_long_observation_triggers_a_hard_token_condensation(conv):
     conv.append_many(token_history())
     condenser = AmortizedForgettingCondenser(max_size=100, keep_first=2, max_tokens=3000, tokenizer="chars/4")
     view = conv.step(condenser)
-    assert view.ids == [0, 1, 4, 5, 6, 7]
+    assert view.seqs == [0, 1, 4, 5, 6, 7]
     (row,) = condensation_rows(conv.store, conv.id)
     assert row["reason"] == "tokens"
     assert row["tokens_before"] > 7_500 > 1500 > row["tokens_after"] > 0
@@ -624,7 +624,7 @@ def test_long_observation_triggers_a_hard_token_condensation(conv):
     assert all(n is not None and n > 0 for n in counts.values()), counts
     assert counts[3] > 7_500
     # and the next step is quiet
-    assert conv.step(condenser).ids == view.ids
+    assert conv.step(condenser).seqs == view.seqs
     assert len(condensation_rows(conv.store, conv.id)) == 1
 
 
@@ -638,7 +638,7 @@ def test_token_trigger_with_no_cut_is_hard(conv):
     assert condensation_rows(conv.store, conv.id) == []
     resetting = AmortizedForgettingCondenser(
         max_size=100, keep_first=2, max_tokens=3000, tokenizer="chars/4", hard_fallback="reset")
-    assert conv.step(resetting).ids == [0]
+    assert conv.step(resetting).seqs == [0]
     assert condensation_rows(conv.store, conv.id)[0]["reason"].startswith("tokens")
 
 
@@ -669,7 +669,7 @@ def test_switching_tokenizer_clears_cached_counts(conv):
         "SELECT id, token_count FROM event WHERE conversation_id = ? AND llm_visible", (conv.id,)))
     # the forgotten events' counts were cleared; the visible ones were recounted
     assert counts[2] is None and counts[3] is None
-    assert all(counts[i] == 7 for i in conv.view().ids)
+    assert all(counts[i] == 7 for i in conv.view().seqs)
 
 
 def test_model_tokenizer_and_context_window_cap():
@@ -802,7 +802,7 @@ def test_long_run_stays_bounded_and_well_formed(tmp_path, name, condenser):
                 assert isinstance(history[-1], Condensation)
             assert len(view) <= bound, f"step {steps}: {len(view)} events"
             assert_well_formed(view, history, where=f"{name} step {steps}")
-            assert conv.step(condenser).ids == view.ids  # idempotent: nothing more to do
+            assert conv.step(condenser).seqs == view.seqs  # idempotent: nothing more to do
             summaries = [e for e in view if isinstance(e, CondensationSummaryEvent)]
             assert len(summaries) <= 1
         # the stored rows tell the same story as the in-memory history
@@ -834,14 +834,14 @@ def test_two_stores_race_one_condensation_wins(db_path):
         c2 = s2.conversation("race")
         c1.append_many(messages(13))
         amortized = AmortizedForgettingCondenser(max_size=12, keep_first=4)
-        assert c1.view().ids == c2.view().ids  # both computed a view
+        assert c1.view().seqs == c2.view().seqs  # both computed a view
         with pytest.raises(ConcurrentCondensation):
             c1.condense(Interleaved(inner=amortized, rival=c2))
         assert [r["id"] for r in condensation_rows(s1, "race")] == [13]
         assert event_count(s1, "race") == 14
         assert forgotten_ranges(s1, "race") == {13: [(4, 10)]}
         # the loser's next try starts from a fresh view: nothing left to do
-        assert c1.condense(amortized).result.ids == [0, 1, 2, 3, 11, 12]
+        assert c1.condense(amortized).result.seqs == [0, 1, 2, 3, 11, 12]
 
 
 def test_two_stores_race_explicit_views(db_path):

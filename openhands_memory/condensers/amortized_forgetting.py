@@ -10,7 +10,7 @@ from ..events import Condensation
 from ..settings import settings
 from ..view import View
 from ..view.tokens import TokenSource
-from .base import Reason, RollingCondenser, forgotten_runs
+from .base import Reason, RollingCondenser, runs_at
 
 
 @settings()
@@ -19,4 +19,4 @@ class AmortizedForgettingCondenser(RollingCondenser):
 
     def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource) -> Condensation:
         start, end = self.cut(view, reasons, tokens)
-        return Condensation(forgotten_ranges=forgotten_runs(view, range(start, end)))
+        return Condensation(forgotten_ranges=runs_at(view, range(start, end)))

@@ -85,8 +85,9 @@ class Condenser(ABC):
         return None, False
 
 
-def forgotten_runs(view: View, positions: Sequence[int]) -> list[tuple[int, int]]:
-    """Store id runs that forget the view events at ``positions``.
+def runs_at(view: View, positions: Sequence[int]) -> list[tuple[int, int]]:
+    """The id runs (a Condensation's ``forgotten_ranges``) that forget the view events at
+    ``positions`` (``storage.condensations.forgotten_runs`` is what a stored one forgot).
 
     Each run of adjacent positions becomes one id range from its first to its last stored
     event: any id in between is either already hidden or not shown to the model, so one
@@ -300,7 +301,7 @@ class RollingCondenser(Condenser):
         positions = self.reset_positions(view)
         if positions is None:
             return None
-        return Condensation(forgotten_ranges=forgotten_runs(view, positions))
+        return Condensation(forgotten_ranges=runs_at(view, positions))
 
     def condense(self, view: View, tokens: TokenSource = FRESH) -> View | Condensation:
         reasons = self.reasons(view, tokens)

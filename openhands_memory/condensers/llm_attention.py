@@ -19,7 +19,7 @@ from ..llm import LLMReply, complete
 from ..settings import settings
 from ..view import View
 from ..view.tokens import TokenSource
-from .base import Reason, forgotten_runs, system_floor
+from .base import Reason, runs_at, system_floor
 from .llm_base import LLMCondenser, ModelNotCalled, SummarizerFailed, longest
 from .rendering import clip, describe
 
@@ -119,4 +119,4 @@ class LLMAttentionCondenser(LLMCondenser):
         forget = [p for p in range(len(view)) if p not in keep and view.events[p].seq is not None]
         if not forget:
             raise NoCondensationAvailable("every event is kept: nothing to forget")
-        return Condensation(forgotten_ranges=forgotten_runs(view, forget))
+        return Condensation(forgotten_ranges=runs_at(view, forget))

@@ -15,7 +15,7 @@ from ..llm import ContextWindowError, LLMCall, LLMConfig, LLMError, LLMReply
 from ..settings import settings
 from ..view import View
 from ..view.tokens import FRESH, TokenSource
-from .base import Reason, RollingCondenser, forgotten_runs, summary_offset
+from .base import Reason, RollingCondenser, runs_at, summary_offset
 from .rendering import describe
 
 log = logging.getLogger(__name__)
@@ -177,7 +177,7 @@ class SummarizingCondenser(LLMCondenser):
 
     def condensation(self, view: View, start: int, end: int, summary: str) -> Condensation:
         return Condensation(
-            forgotten_ranges=forgotten_runs(view, range(start, end)),
+            forgotten_ranges=runs_at(view, range(start, end)),
             summary=summary,
             summary_offset=summary_offset(view, start),
         )

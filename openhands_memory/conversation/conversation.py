@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 class Conversation:
-    """One conversation's events. Ids are 0, 1, 2, ... assigned inside the write transaction.
+    """One conversation's events. Sequence numbers (``Event.seq``) are 0, 1, 2, ... assigned
+    inside the write transaction.
 
     A conversation keeps its latest view (``views``), which its own writes extend, and its
     token counts cached in rows (``tokens``), which it hands its condensers.
@@ -73,11 +74,12 @@ class Conversation:
             self.views.extend(events, writer.version)
 
     def append(self, event: Event) -> int:
-        """Store one event; returns its id."""
+        """Store one event; returns its sequence number."""
         return self.append_many([event])[0]
 
     def append_many(self, events: Sequence[Event]) -> list[int]:
-        """Store events in one transaction; returns their ids. All are stored, or none."""
+        """Store events in one transaction; returns their sequence numbers. All are stored,
+        or none."""
         events = list(events)
         for e in events:
             if not isinstance(e, Event):
@@ -130,15 +132,16 @@ class Conversation:
         with self.store.reading() as db:
             return db.last_id(self.id) + 1
 
-    def get(self, id: int) -> Event:
+    def get(self, seq: int) -> Event:
+        """The event with sequence number ``seq`` (``Event.seq``; its ``id`` is the uid)."""
         with self.store.reading() as db:
-            row = db.event(self.id, id)
+            row = db.event(self.id, seq)
         if row is None:
-            raise EventNotFound(self.id, id)
-        return decode(row[0], row[1], id)
+            raise EventNotFound(self.id, seq)
+        return decode(row[0], row[1], seq)
 
-    def __getitem__(self, id: int) -> Event:
-        return self.get(id)
+    def __getitem__(self, seq: int) -> Event:
+        return self.get(seq)
 
     def events(
         self,
@@ -148,7 +151,8 @@ class Conversation:
         kinds: Iterable[str] | None = None,
         page: int = 512,
     ) -> Iterator[Event]:
-        """Events with ids in ``[start, stop)``, oldest first, read a page at a time.
+        """Events with sequence numbers in ``[start, stop)``, oldest first, read a page at a
+        time.
 
         Each page is its own short read, so iterating a long history never holds a snapshot
         open while the caller works.

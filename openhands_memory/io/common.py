@@ -320,17 +320,6 @@ def write_conversation(
     return result
 
 
-def chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 # --- appending -------------------------------------------------------------------------------
 
 

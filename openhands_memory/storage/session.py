@@ -13,8 +13,10 @@ plans") and held by tests/test_query_plans.py.
 from __future__ import annotations
 
 import json
+from itertools import islice
 from typing import Any, Iterable, Iterator, Sequence
 
+from ..events import TOOL_KINDS
 from ..ranges import Run
 from .codec import EVENT_COLUMNS
 from .inspection import InspectionQueries
@@ -24,8 +26,7 @@ END = 2**62  # "no upper bound" for id ranges
 # The kinds a tool loop is made of, and the rows that end or start one (non-tool kinds and
 # thinking actions): the partial index ix_event_loop_edge holds exactly the latter. The
 # predicate must match the index's (schema.LOOP_EDGE_WHERE) word for word.
-TOOL_KINDS = ("ActionEvent", "AgentErrorEvent", "ObservationEvent", "UserRejectObservation")
-TOOL_KIND_LIST = ", ".join(f"'{k}'" for k in TOOL_KINDS)
+TOOL_KIND_LIST = ", ".join(f"'{k}'" for k in sorted(TOOL_KINDS))
 LOOP_EDGE = f"(kind NOT IN ({TOOL_KIND_LIST}) OR has_thinking)"
 
 INSERT_EVENT = (
@@ -83,9 +84,12 @@ class IntegrityViolation(Exception):
     """A unique or foreign key constraint refused a write (the driver's error, translated)."""
 
 
-def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last may be shorter), read as they come: the one
+    batching helper (statements' parameter lists here, an import's event batches in io/)."""
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
 
 
 class Session(InspectionQueries):

@@ -11,9 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ..events import ActionEvent, Event, OBSERVATION_KINDS
-
-TOOL_KINDS = frozenset({"ActionEvent"}) | OBSERVATION_KINDS
+from ..events import TOOL_KINDS, ActionEvent, Event
 
 
 @dataclass(frozen=True)

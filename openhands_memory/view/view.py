@@ -11,6 +11,7 @@ Semantics (see docs/architecture.md):
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence, overload
 
@@ -56,9 +57,15 @@ class View:
         return self.events[i]
 
     @property
-    def ids(self) -> list[int | None]:
-        """Each event's id in the store; None for the summary, which is derived."""
+    def seqs(self) -> list[int | None]:
+        """Each event's sequence number in the store; None for the summary (derived)."""
         return [e.seq for e in self.events]
+
+    @property
+    def ids(self) -> list[int | None]:
+        """Deprecated: ``seqs`` (an event's ``id`` is its external uid)."""
+        warnings.warn("View.ids is deprecated: use View.seqs", DeprecationWarning, stacklevel=2)
+        return self.seqs
 
     # --- condenser support -----------------------------------------------------------
 
