@@ -642,6 +642,29 @@ def test_token_trigger_with_no_cut_is_hard(conv):
     assert condensation_rows(conv.store, conv.id)[0]["reason"].startswith("tokens")
 
 
+def test_condense_says_what_a_step_did(conv):
+    """``conv.condense`` returns the outcome the condense command prints: what was forgotten,
+    the tokens before and after and who counted them, the fallback that made it."""
+    events = [f.system(), *pair(0, "y" * 40_000, think=True), *pair(1)]
+    conv.append_many(events)
+    resetting = AmortizedForgettingCondenser(
+        max_size=100, keep_first=2, max_tokens=3000, tokenizer="chars/4", hard_fallback="reset")
+    preview = conv.condense(resetting, dry_run=True)
+    assert preview.stored_as is None and len(conv) == len(events)  # a dry run writes nothing
+    done = conv.condense(resetting)
+    assert done.stored_as == len(events) and conv.view().seqs == [0]
+    assert done.forgotten_ids == preview.forgotten_ids == done.view.seqs[1:]
+    assert done.fallback == "reset" and done.failure is None and done.error is None
+    row = condensation_rows(conv.store, conv.id)[0]
+    assert (done.tokens_before, done.tokens_after) == (row["tokens_before"], row["tokens_after"])
+    assert done.tokens_before > 3000 > done.tokens_after and done.token_counter == "chars/4"
+    # a strategy that counts nothing: the declared estimate, said as such
+    conv.append_many([f.user() for _ in range(12)])
+    plain = conv.condense(AmortizedForgettingCondenser(max_size=12, keep_first=1))
+    assert plain.condensation is not None and plain.token_counter == "chars/4 estimate"
+    assert plain.tokens_before > plain.tokens_after > 0
+
+
 @dataclass(frozen=True)
 class SevenPerMessage:
     name: str = "seven-per-message"

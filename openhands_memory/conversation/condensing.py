@@ -7,6 +7,7 @@ a View or a Condensation out. The conversation knows it only by this protocol.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol, Sequence
 
 from ..errors import NoCondensationAvailable
@@ -32,19 +33,16 @@ class Strategy(Protocol):
 class CondenseOutcome:
     """One run of a strategy on a conversation's view, and what came of it.
 
-    ``result`` is the Condensation (stored unless a dry run), the view to send (unchanged or
-    rewritten in memory), or None when the model failed (``failure``) or a dry run would need
-    it (``needs_model``); ``error`` is then what the strategy raised.
+    ``result`` is the Condensation (stored as event ``stored_as`` unless a dry run), the view
+    to send (unchanged or rewritten in memory), or None when the model failed (``failure``)
+    or a dry run would need it (``needs_model``); ``error`` is then what the strategy raised.
+    What it forgets and its token figures are worked out when asked (an agent's step never
+    asks), from the view it was made from.
     """
 
     view: View  # the view the strategy was given
     result: View | Condensation | None
     dry_run: bool = False
-    forgotten_ids: list[int] = field(default_factory=list)
-    tokens_before: int | None = None
-    tokens_after: int | None = None
-    token_counter: str | None = None  # who counted them: a tokenizer, or "chars/4 estimate"
-    fallback: str | None = None  # the hard fallback that made the condensation, if one did
     failure: str | None = None
     needs_model: bool = False
     stored_as: int | None = None
@@ -54,26 +52,42 @@ class CondenseOutcome:
     def condensation(self) -> Condensation | None:
         return self.result if isinstance(self.result, Condensation) else None
 
+    @cached_property
+    def forgotten_ids(self) -> list[int]:
+        """The sequence numbers of the view's events the condensation forgets."""
+        cond = self.condensation
+        if cond is None:
+            return []
+        return [self.view.events[i].seq for i in self.view.forgotten_positions(cond)]  # type: ignore[misc]
 
-def outcome(view: View, result: View | Condensation | None, *, dry_run: bool, trouble: tuple[str | None, bool],
-            stored_as: int | None = None, error: NoCondensationAvailable | None = None) -> CondenseOutcome:
-    failure, needs_model = trouble
-    if not isinstance(result, Condensation):
-        return CondenseOutcome(view, result, dry_run, failure=failure, needs_model=needs_model, error=error)
-    forgotten = view.forgotten_positions(result)
-    note = result.note
-    if note is not None and note.tokens_before is not None and note.tokens_after is not None:
-        before, after = note.tokens_before, note.tokens_after
-        counter = (note.config or {}).get("tokenizer") or ESTIMATE
-    else:  # the strategy counted nothing: the declared estimate, said as such
+    @property
+    def fallback(self) -> str | None:
+        """The hard fallback that made the condensation, if one did."""
+        cond = self.condensation
+        return cond.note.fallback if cond is not None and cond.note is not None else None
+
+    @cached_property
+    def _tokens(self) -> tuple[int | None, int | None, str | None]:
+        cond = self.condensation
+        if cond is None:
+            return None, None, None
+        note = cond.note
+        if note is not None and note.tokens_before is not None and note.tokens_after is not None:
+            return note.tokens_before, note.tokens_after, (note.config or {}).get("tokenizer") or ESTIMATE
+        # The strategy counted nothing: the declared estimate, said as such.
         estimate = CharEstimate()
-        counts = FRESH.per_event(view, estimate)
-        before, after = sum(counts), tokens_after(view, result, counts, estimate)
-        counter = f"{ESTIMATE} estimate"
-    return CondenseOutcome(
-        view, result, dry_run,
-        forgotten_ids=[view.events[i].seq for i in forgotten],  # type: ignore[misc]
-        tokens_before=before, tokens_after=after, token_counter=counter,
-        fallback=note.fallback if note is not None else None,
-        failure=failure, needs_model=needs_model, stored_as=stored_as,
-    )
+        counts = FRESH.per_event(self.view, estimate)
+        return sum(counts), tokens_after(self.view, cond, counts, estimate), f"{ESTIMATE} estimate"
+
+    @property
+    def tokens_before(self) -> int | None:
+        return self._tokens[0]
+
+    @property
+    def tokens_after(self) -> int | None:
+        return self._tokens[1]
+
+    @property
+    def token_counter(self) -> str | None:
+        """Who counted the tokens: the strategy's tokenizer, or ``chars/4 estimate``."""
+        return self._tokens[2]

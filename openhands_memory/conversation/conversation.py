@@ -11,7 +11,7 @@ from ..storage import END, IntegrityViolation, Session
 from ..storage.codec import decode, event_row
 from ..view import View
 from .cache import ViewCache
-from .condensing import CondenseOutcome, Strategy, outcome
+from .condensing import CondenseOutcome, Strategy
 from .tokens import TokenRows
 from .writing import Writer, record_calls
 
@@ -220,7 +220,8 @@ class Conversation:
         if isinstance(result, Condensation) and not dry_run:
             with self.writing() as w:
                 seq = w.condensation(result, view=view, calls=[c for c in calls if c.produced])
-        return outcome(view, result, dry_run=dry_run, trouble=condenser.model_trouble(), stored_as=seq, error=error)
+        failure, needs_model = condenser.model_trouble()
+        return CondenseOutcome(view, result, dry_run, failure, needs_model, seq, error)
 
     def step(self, condenser: Strategy) -> View:
         """The agent-loop helper: condense if needed, store it, and return the view to send
