@@ -42,7 +42,7 @@ from bench.common import (  # noqa: E402
     work_copy,
 )
 from bench.report import table  # noqa: E402
-from openhands_memory.store import EventStore  # noqa: E402
+from openhands_memory.conversation import EventStore  # noqa: E402
 
 TARGET_SINGLE = 5_000  # events/s (the project's design target)
 TARGET_BATCHED = 50_000  # events/s (the project's design target)

@@ -46,7 +46,7 @@ from openhands_memory.events import (  # noqa: E402
     ObservationEvent,
     TextContent,
 )
-from openhands_memory.store import EventStore  # noqa: E402
+from openhands_memory.conversation import EventStore  # noqa: E402
 
 CONVERSATION = "bench"
 DEFAULT_SIZES = "10000,100000,1000000"

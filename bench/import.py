@@ -46,7 +46,7 @@ from bench.common import (  # noqa: E402
     remove_db,
 )
 from openhands_memory.events import Condensation  # noqa: E402
-from openhands_memory.store import EventStore  # noqa: E402
+from openhands_memory.conversation import EventStore  # noqa: E402
 
 TARGET = 20_000  # events/s (issue 9)
 TARGET_NOT_FALLING = 0.9

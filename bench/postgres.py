@@ -60,7 +60,7 @@ from bench.common import (
     work_copy,
 )
 from openhands_memory.condensers import LLMSummarizingCondenser
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 WRITERS = 8
 ASYNC_COMMIT = "options=-c%20synchronous_commit%3Doff"

@@ -41,7 +41,7 @@ from bench.common import (  # noqa: E402
     work_copy,
 )
 from openhands_memory.condensers import LLMSummarizingCondenser  # noqa: E402
-from openhands_memory.store import EventStore  # noqa: E402
+from openhands_memory.conversation import EventStore  # noqa: E402
 
 TARGET_TOKEN_STEP_MS = 1.0
 TARGET_CONDENSING_STEP_MS = 20.0

@@ -53,7 +53,7 @@ from bench.common import (  # noqa: E402
     work_copy,
 )
 from bench.step import run_steps  # noqa: E402
-from openhands_memory.store import EventStore  # noqa: E402
+from openhands_memory.conversation import EventStore  # noqa: E402
 
 # Targets (issue 9), CPU time.
 TARGET_FIRST_MS = 5.0
@@ -139,7 +139,7 @@ def cached_steps(path: Path, wl: Workload, seed: int, steps: int) -> dict:
 
 PEAK_SCRIPT = (
     "import sys\n"
-    "from openhands_memory.store import EventStore\n"
+    "from openhands_memory.conversation import EventStore\n"
     "store = EventStore(sys.argv[1], create=False)\n"
     "view = store.conversation(sys.argv[2]).view()\n"
     "view.to_messages()\n"
@@ -150,7 +150,7 @@ def peak_rss(path: Path) -> tuple[float, float]:
     """(MB peak of a process that opens and views, MB of one that only imports the library)."""
     env = child_env()
     viewing, _ = measure_process([sys.executable, "-c", PEAK_SCRIPT, str(path), CONVERSATION], env=env)
-    importing, _ = measure_process([sys.executable, "-c", "import openhands_memory.store"], env=env)
+    importing, _ = measure_process([sys.executable, "-c", "import openhands_memory.conversation"], env=env)
     return viewing["maxrss_mb"], importing["maxrss_mb"]
 
 

@@ -1,5 +1,5 @@
-"""openhands-memory: a durable, queryable, condensable event history for LLM agents, in one
-SQLite file.
+"""openhands-memory: a durable, queryable, condensable event history for LLM agents, in an
+SQLite file or a PostgreSQL database.
 
     from openhands_memory import EventStore
     store = EventStore("agent.db")
@@ -46,7 +46,7 @@ from .events import (
     event_from_dict,
     event_from_json,
 )
-from .store import Conversation, ConversationInfo, EventStore
+from .conversation import CondenseOutcome, Conversation, ConversationInfo, EventStore
 from .view import View
 
 __version__ = "0.1.0"
@@ -55,6 +55,7 @@ __all__ = [
     "ActionEvent",
     "AgentErrorEvent",
     "ConcurrentCondensation",
+    "CondenseOutcome",
     "Condensation",
     "CondensationRequest",
     "CondensationSummaryEvent",

@@ -236,6 +236,7 @@ class CondensationNote:
     config: dict[str, Any] | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
+    fallback: str | None = None  # the hard fallback that made it (also named in ``reason``)
 
 
 class Condensation(Event):
@@ -389,6 +390,9 @@ VISIBLE_KINDS: frozenset[str] = frozenset(k for k, c in EVENT_CLASSES.items() if
 OBSERVATION_KINDS: frozenset[str] = frozenset(
     k for k, c in EVENT_CLASSES.items() if issubclass(c, ObservationBase)
 )
+# The kinds a tool loop is made of: the one home of this set (the view's history, the loop-edge
+# index's predicate in schema.py and the statements in storage/ are all written from it).
+TOOL_KINDS: frozenset[str] = frozenset({"ActionEvent"}) | OBSERVATION_KINDS
 
 
 def _describe(error: ValidationError, kind: str) -> str:

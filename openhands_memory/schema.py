@@ -11,6 +11,8 @@ from typing import Any, Optional
 from sqlalchemy import JSON, BigInteger, Column, ForeignKeyConstraint, Index, LargeBinary, Text, text
 from sqlmodel import Field, SQLModel
 
+from .events import TOOL_KINDS
+
 
 class ConversationRow(SQLModel, table=True):
     __tablename__ = "conversation"
@@ -30,12 +32,11 @@ class ConversationRow(SQLModel, table=True):
     base_state: Optional[str] = Field(default=None, sa_column=Column("base_state", Text, nullable=True))
 
 
-# The kinds a tool loop is made of (``history.TOOL_KINDS``; a test keeps them equal). A row
-# that is not one of them, or a thinking action, ends or starts a loop: the view seeks the
-# nearest such row before each visible interval in the partial index ix_event_loop_edge.
-LOOP_TOOL_KINDS = ("ActionEvent", "AgentErrorEvent", "ObservationEvent", "UserRejectObservation")
+# A row that is not of a tool loop's kinds (``events.TOOL_KINDS``, sorted: revision 0003 spells
+# the predicate so), or a thinking action, ends or starts a loop: the view seeks the nearest
+# such row before each visible interval in the partial index ix_event_loop_edge.
 LOOP_EDGE_WHERE = (
-    f"kind NOT IN ({', '.join(repr(k) for k in LOOP_TOOL_KINDS)}) OR has_thinking"
+    f"kind NOT IN ({', '.join(repr(k) for k in sorted(TOOL_KINDS))}) OR has_thinking"
 )
 
 

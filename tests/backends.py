@@ -46,7 +46,7 @@ def postgres_database_factory(postgres_server):
     once (``template``: a copy of another database, by URL); drops them all at the end."""
     import psycopg
 
-    from openhands_memory.store import EventStore
+    from openhands_memory.conversation import EventStore
 
     base = postgres_server
     made: list[str] = []

@@ -25,7 +25,7 @@ from .sdk_env import sdk_here  # noqa: E402
 # tests/sdk needs the OpenHands SDK (Python >= 3.12): without it here, test_openhands_sdk.py
 # runs that folder in the SDK's environment instead.
 collect_ignore = [] if sdk_here() else ["sdk"]
-from openhands_memory.store import EventStore  # noqa: E402
+from openhands_memory.conversation import EventStore  # noqa: E402
 
 # Modules that test creating and migrating files themselves: they keep alembic's real path.
 REAL_CREATION = {"tests.test_migrations", "tests.test_database"}

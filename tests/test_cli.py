@@ -24,7 +24,7 @@ from openhands_memory import migrate
 from openhands_memory.storage import hidden
 from openhands_memory.storage.sqlite import SqliteSession
 from openhands_memory.cli import cli
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 from .test_io import CONV_ID, sdk_events, write_folder

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 from .sdk_shape import sdk_history

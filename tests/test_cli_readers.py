@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from openhands_memory.cli import cli
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 
@@ -84,7 +84,7 @@ def test_view_of_a_read_only_file_leaves_no_files(db):
 
 WRITER = """
 import sys, time
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from tests import factories as f
 store = EventStore(sys.argv[1], create=False)
 conv = store.conversation("c")

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from openhands_memory.cli import COMMANDS, cli
 from openhands_memory import migrate
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 
@@ -103,7 +103,7 @@ def test_an_interrupted_init_leaves_no_file(tmp_path):
     db = tmp_path / "new.db"
     code = ("import os, sys\nfrom openhands_memory import database\nreal = database.create_schema\n"
             "def dying(location):\n    real(location)\n    os._exit(9)\n"
-            "database.create_schema = dying\nfrom openhands_memory.store import EventStore\n"
+            "database.create_schema = dying\nfrom openhands_memory.conversation import EventStore\n"
             f"EventStore({str(db)!r})\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={"PYTHONPATH": str(REPO)})
     assert proc.returncode == 9

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from openhands_memory.cli import cli
 from openhands_memory.llm import MAX_REPLY_CHARS
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 from .llm_server import FakeLLMServer, fault_reply, text_reply

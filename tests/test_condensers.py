@@ -25,7 +25,7 @@ from typing import Iterable, Iterator
 import pytest
 
 from openhands_memory import condensers as condenser_module
-from openhands_memory.condense import write_condensation
+from openhands_memory.view.tokens import FRESH
 from openhands_memory.condensers import (
     AmortizedForgettingCondenser,
     BrowserOutputCondenser,
@@ -54,7 +54,7 @@ from openhands_memory.events import (
     RecallObservation,
     SystemPromptEvent,
 )
-from openhands_memory.store import Conversation, EventStore
+from openhands_memory.conversation import Conversation, EventStore
 from openhands_memory.view import View
 
 from . import factories as f
@@ -66,7 +66,7 @@ def harness(conv: Conversation, condenser, events: Iterable[Event]) -> Iterator[
     """The corrected harness of §7.0, over a real store."""
     for e in events:
         conv.append(e)
-        result = conv.condense(condenser)
+        result = conv.condense(condenser).result
         if isinstance(result, Condensation):
             continue  # stored as the next event by conv.condense; nothing is yielded
         yield result
@@ -207,7 +207,7 @@ def assert_well_formed(view: View, history: list[Event], *, where: str = "") -> 
 def test_noop_returns_the_view_unchanged(conv):
     conv.append_many(messages(3))
     view = conv.view()
-    result = conv.condense(NoOpCondenser())
+    result = conv.condense(NoOpCondenser()).result
     assert result is view
     assert [text_of(e) for e in result] == ["E0", "E1", "E2"]
     assert event_count(conv.store, conv.id) == 3
@@ -218,7 +218,7 @@ def test_observation_masking_respects_attention_window(conv):
     a1, o1 = pair(1, "first output")
     a2, o2 = pair(2, "second output")
     conv.append_many([a1, o1, f.user("E3"), a2, o2])
-    result = conv.condense(ObservationMaskingCondenser(attention_window=3))
+    result = conv.condense(ObservationMaskingCondenser(attention_window=3)).result
     assert isinstance(result, View)
     assert len(result) == 5
     masked = result[1]
@@ -241,7 +241,7 @@ def test_observation_masking_respects_attention_window(conv):
 def test_observation_masking_masks_errors_and_keeps_them_paired(conv):
     a = f.action("r1", "c1")
     conv.append_many([a, f.error("c1", "boom"), *messages(4)])
-    result = conv.condense(ObservationMaskingCondenser(attention_window=2))
+    result = conv.condense(ObservationMaskingCondenser(attention_window=2)).result
     assert isinstance(result[1], AgentErrorEvent) and result[1].error == "<MASKED>"
     assert result.to_messages()[1] == {
         "role": "tool", "tool_call_id": "c1", "name": "terminal",
@@ -258,7 +258,7 @@ def test_browser_output_respects_attention_window(conv):
         *browser_pair(3, urls[2]), *browser_pair(4, urls[3]),
     ]
     conv.append_many(events)
-    result = conv.condense(BrowserOutputCondenser(attention_window=3))
+    result = conv.condense(BrowserOutputCondenser(attention_window=3)).result
     assert len(result) == 10
     b1 = result[1]
     assert isinstance(b1, ObservationEvent) and b1.tool_call_id == "b1"
@@ -268,7 +268,7 @@ def test_browser_output_respects_attention_window(conv):
     assert [text_of(result[i]) for i in (4, 5)] == ["E3", "E4"]
     assert_well_formed(result, events)
     # window 1 keeps only the newest page
-    narrow = conv.condense(BrowserOutputCondenser())
+    narrow = conv.condense(BrowserOutputCondenser()).result
     assert [("page text" in text_of(narrow[p])) for p in (1, 3, 7, 9)] == [False, False, False, True]
 
 
@@ -283,7 +283,7 @@ def test_browser_output_respects_attention_window(conv):
 )
 def test_recent_events(conv, keep_first, max_events, expected):
     conv.append_many([f.user(f"E{i}") for i in range(1, 6)])
-    result = conv.condense(RecentEventsCondenser(keep_first=keep_first, max_events=max_events))
+    result = conv.condense(RecentEventsCondenser(keep_first=keep_first, max_events=max_events)).result
     assert [text_of(e) for e in result] == expected
     assert event_count(conv.store, conv.id) == 5
 
@@ -291,14 +291,14 @@ def test_recent_events(conv, keep_first, max_events, expected):
 def test_recent_events_does_not_repeat_its_head(conv):
     # legacy: n=3, keep_first=1, max_events=100 -> [e0, e0, e1, e2]; fixed: unchanged
     conv.append_many(messages(3))
-    result = conv.condense(RecentEventsCondenser(keep_first=1, max_events=100))
+    result = conv.condense(RecentEventsCondenser(keep_first=1, max_events=100)).result
     assert [text_of(e) for e in result] == ["E0", "E1", "E2"]
 
 
 def test_recent_events_cuts_only_between_pairs(conv):
     conv.append_many([f.user("task"), *pair(1), *pair(2), *pair(3)])
     # naive tail of 2 would keep [a3, o3]; a tail of 3 would start at o2 and orphan it
-    result = conv.condense(RecentEventsCondenser(keep_first=1, max_events=4))
+    result = conv.condense(RecentEventsCondenser(keep_first=1, max_events=4)).result
     assert [e.seq for e in result] == [0, 5, 6]
     assert_well_formed(result, list(conv.events()))
 
@@ -327,9 +327,9 @@ def test_amortized_vector_from_7_6(conv):
     assert all(r["strategy"] == "amortized" and r["reason"] == "events" for r in rows)
     assert forgotten_ranges(conv.store, conv.id) == {13: [(4, 10)], 21: [(11, 18)]}
     # right after each condensation
-    assert conv.view(at=13).ids == [0, 1, 2, 3, 11, 12]
-    assert conv.view(at=21).ids == [0, 1, 2, 3, 19, 20]
-    assert conv.view().ids == [0, 1, 2, 3, 19, 20]
+    assert conv.view(at=13).seqs == [0, 1, 2, 3, 11, 12]
+    assert conv.view(at=21).seqs == [0, 1, 2, 3, 19, 20]
+    assert conv.view().seqs == [0, 1, 2, 3, 19, 20]
 
 
 @pytest.mark.parametrize(
@@ -380,7 +380,7 @@ def test_pipeline_chains_sub_condensers(conv):
         unit = browser_pair(i, f"https://example.com/{i}") if i % 3 == 1 else [f.user(f"E{i}")]
         before = len(conv.view()) + len(unit)
         conv.append_many(unit)
-        result = conv.condense(pipeline)
+        result = conv.condense(pipeline).result
         if isinstance(result, Condensation):
             condensations += 1
             assert before > 10
@@ -441,7 +441,7 @@ class Legacy:
 def run_window(conv: Conversation, events: list[Event]) -> tuple[Condensation, set[int]]:
     conv.append_many(events)
     conv.request_condensation()
-    result = conv.condense(ConversationWindowCondenser())
+    result = conv.condense(ConversationWindowCondenser()).result
     assert isinstance(result, Condensation)
     ranges = forgotten_ranges(conv.store, conv.id)[result.seq]
     return result, expand(ranges)
@@ -478,7 +478,7 @@ def test_conversation_window_vectors(conv, build, forgotten, kept):
     cond, gone = run_window(conv, history)
     assert gone & set(range(len(history))) == forgotten
     view = conv.view()
-    assert view.ids == kept
+    assert view.seqs == kept
     assert not view.unhandled_condensation_request
     assert condensation_rows(conv.store, conv.id)[0]["strategy"] == "conversation_window"
     orphans = {e.seq for e in history if isinstance(e, ObservationEvent) and e.tool_call_id.startswith("ghost")}
@@ -517,7 +517,7 @@ def test_conversation_window_never_writes_an_empty_condensation(conv, build):
 def test_conversation_window_waits_for_a_request(conv):
     conv.append_many(Legacy().S().U().R().RO().CO().CO().CO().CO().events)
     view = conv.view()
-    assert conv.condense(ConversationWindowCondenser()) is view
+    assert conv.condense(ConversationWindowCondenser()).result is view
 
 
 # --- requirements: SOFT, HARD, fallbacks, no loops ----------------------------------------
@@ -538,7 +538,7 @@ def test_events_only_is_soft(conv):
     assert condenser.reasons(view) == {condenser_module.Reason.EVENTS}
     for _ in range(5):  # stays uncondensable; each step returns the view and writes nothing
         result = conv.step(condenser)
-        assert result.ids == view.ids
+        assert result.seqs == view.seqs
     assert event_count(conv.store, conv.id) == 25
     assert condensation_rows(conv.store, conv.id) == []
 
@@ -565,7 +565,7 @@ def test_request_with_reset_fallback_writes_a_reset(conv):
     assert "request" in row["reason"] and "reset" in row["reason"]
     assert not view.unhandled_condensation_request
     for _ in range(5):  # handled: later steps change nothing
-        assert conv.step(condenser).ids == [0]
+        assert conv.step(condenser).seqs == [0]
     assert len(condensation_rows(conv.store, conv.id)) == 1
 
 
@@ -576,7 +576,7 @@ def test_request_on_a_small_view_halves_it(conv):
     conv.request_condensation()
     condenser = AmortizedForgettingCondenser(max_size=100, keep_first=1)
     view = conv.step(condenser)
-    assert view.ids == [0, 5, 6, 7]
+    assert view.seqs == [0, 5, 6, 7]
     assert condensation_rows(conv.store, conv.id)[0]["reason"] == "request"
 
 
@@ -613,18 +613,18 @@ def test_long_observation_triggers_a_hard_token_condensation(conv):
     conv.append_many(token_history())
     condenser = AmortizedForgettingCondenser(max_size=100, keep_first=2, max_tokens=3000, tokenizer="chars/4")
     view = conv.step(condenser)
-    assert view.ids == [0, 1, 4, 5, 6, 7]
+    assert view.seqs == [0, 1, 4, 5, 6, 7]
     (row,) = condensation_rows(conv.store, conv.id)
     assert row["reason"] == "tokens"
     assert row["tokens_before"] > 7_500 > 1500 > row["tokens_after"] > 0
-    assert condenser.view_tokens(view) == row["tokens_after"]
+    assert condenser.view_tokens(view, conv.tokens) == row["tokens_after"]
     # counts are cached in the rows of every LLM-visible event the views covered
     counts = dict(conv.store.db.execute(
         "SELECT id, token_count FROM event WHERE conversation_id = ? AND llm_visible", (conv.id,)))
     assert all(n is not None and n > 0 for n in counts.values()), counts
     assert counts[3] > 7_500
     # and the next step is quiet
-    assert conv.step(condenser).ids == view.ids
+    assert conv.step(condenser).seqs == view.seqs
     assert len(condensation_rows(conv.store, conv.id)) == 1
 
 
@@ -638,8 +638,31 @@ def test_token_trigger_with_no_cut_is_hard(conv):
     assert condensation_rows(conv.store, conv.id) == []
     resetting = AmortizedForgettingCondenser(
         max_size=100, keep_first=2, max_tokens=3000, tokenizer="chars/4", hard_fallback="reset")
-    assert conv.step(resetting).ids == [0]
+    assert conv.step(resetting).seqs == [0]
     assert condensation_rows(conv.store, conv.id)[0]["reason"].startswith("tokens")
+
+
+def test_condense_says_what_a_step_did(conv):
+    """``conv.condense`` returns the outcome the condense command prints: what was forgotten,
+    the tokens before and after and who counted them, the fallback that made it."""
+    events = [f.system(), *pair(0, "y" * 40_000, think=True), *pair(1)]
+    conv.append_many(events)
+    resetting = AmortizedForgettingCondenser(
+        max_size=100, keep_first=2, max_tokens=3000, tokenizer="chars/4", hard_fallback="reset")
+    preview = conv.condense(resetting, dry_run=True)
+    assert preview.stored_as is None and len(conv) == len(events)  # a dry run writes nothing
+    done = conv.condense(resetting)
+    assert done.stored_as == len(events) and conv.view().seqs == [0]
+    assert done.forgotten_ids == preview.forgotten_ids == done.view.seqs[1:]
+    assert done.fallback == "reset" and done.failure is None and done.error is None
+    row = condensation_rows(conv.store, conv.id)[0]
+    assert (done.tokens_before, done.tokens_after) == (row["tokens_before"], row["tokens_after"])
+    assert done.tokens_before > 3000 > done.tokens_after and done.token_counter == "chars/4"
+    # a strategy that counts nothing: the declared estimate, said as such
+    conv.append_many([f.user() for _ in range(12)])
+    plain = conv.condense(AmortizedForgettingCondenser(max_size=12, keep_first=1))
+    assert plain.condensation is not None and plain.token_counter == "chars/4 estimate"
+    assert plain.tokens_before > plain.tokens_after > 0
 
 
 @dataclass(frozen=True)
@@ -669,7 +692,7 @@ def test_switching_tokenizer_clears_cached_counts(conv):
         "SELECT id, token_count FROM event WHERE conversation_id = ? AND llm_visible", (conv.id,)))
     # the forgotten events' counts were cleared; the visible ones were recounted
     assert counts[2] is None and counts[3] is None
-    assert all(counts[i] == 7 for i in conv.view().ids)
+    assert all(counts[i] == 7 for i in conv.view().seqs)
 
 
 def test_model_tokenizer_and_context_window_cap():
@@ -802,7 +825,7 @@ def test_long_run_stays_bounded_and_well_formed(tmp_path, name, condenser):
                 assert isinstance(history[-1], Condensation)
             assert len(view) <= bound, f"step {steps}: {len(view)} events"
             assert_well_formed(view, history, where=f"{name} step {steps}")
-            assert conv.step(condenser).ids == view.ids  # idempotent: nothing more to do
+            assert conv.step(condenser).seqs == view.seqs  # idempotent: nothing more to do
             summaries = [e for e in view if isinstance(e, CondensationSummaryEvent)]
             assert len(summaries) <= 1
         # the stored rows tell the same story as the in-memory history
@@ -820,11 +843,11 @@ class Interleaved(NoOpCondenser):
     inner: object = None
     rival: object = None
 
-    def condense(self, view: View):
-        result = self.inner.condense(view)
+    def condense(self, view: View, tokens=FRESH):
+        result = self.inner.condense(view, tokens)
         if self.rival is not None:
             rival, self.rival = self.rival, None
-            assert isinstance(rival.condense(self.inner), Condensation)
+            assert isinstance(rival.condense(self.inner).result, Condensation)
         return result
 
 
@@ -834,14 +857,14 @@ def test_two_stores_race_one_condensation_wins(db_path):
         c2 = s2.conversation("race")
         c1.append_many(messages(13))
         amortized = AmortizedForgettingCondenser(max_size=12, keep_first=4)
-        assert c1.view().ids == c2.view().ids  # both computed a view
+        assert c1.view().seqs == c2.view().seqs  # both computed a view
         with pytest.raises(ConcurrentCondensation):
             c1.condense(Interleaved(inner=amortized, rival=c2))
         assert [r["id"] for r in condensation_rows(s1, "race")] == [13]
         assert event_count(s1, "race") == 14
         assert forgotten_ranges(s1, "race") == {13: [(4, 10)]}
         # the loser's next try starts from a fresh view: nothing left to do
-        assert c1.condense(amortized).ids == [0, 1, 2, 3, 11, 12]
+        assert c1.condense(amortized).result.seqs == [0, 1, 2, 3, 11, 12]
 
 
 def test_two_stores_race_explicit_views(db_path):
@@ -853,16 +876,18 @@ def test_two_stores_race_explicit_views(db_path):
         v1, v2 = c1.view(), c2.view()
         k1, k2 = amortized.condense(v1), amortized.condense(v2)
         assert isinstance(k1, Condensation) and isinstance(k2, Condensation)
-        write_condensation(c2, k2, v2)
+        with c2.writing() as w:
+            w.condensation(k2, view=v2)
         with pytest.raises(ConcurrentCondensation):
-            write_condensation(c1, k1, v1)
+            with c1.writing() as w:
+                w.condensation(k1, view=v1)
         assert event_count(s1, "race") == 14
         assert len(condensation_rows(s1, "race")) == 1
         assert s1.db.execute("SELECT COUNT(*) FROM forgotten_range").fetchone()[0] == 1
         assert stale_condensations(forgotten_ranges(s1, "race")) == []
         # had the loser written anyway, the stale-view check below would flag it
-        with s1.writing() as db:
-            c1.insert(db, [k1])
+        with c1.writing() as w:  # no view given: nothing checks it is fresh
+            w.condensation(k1)
         assert stale_condensations(forgotten_ranges(s1, "race")) == [14]
 
 
@@ -957,7 +982,7 @@ def test_a_dry_run_writes_nothing_not_even_token_counts(store, conv):
     conv.append_many([f.system(), f.user()] + [e for i in range(30) for e in (f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}"))])
     condenser = AmortizedForgettingCondenser(max_size=20, keep_first=2, max_tokens=100, tokenizer="chars/4")
     before = store.db.execute("SELECT COUNT(token_count), metadata FROM event, conversation").fetchone()
-    assert isinstance(conv.condense(condenser, dry_run=True), Condensation)
+    assert isinstance(conv.condense(condenser, dry_run=True).result, Condensation)
     assert store.db.execute("SELECT COUNT(token_count), metadata FROM event, conversation").fetchone() == before
     assert len(conv) == 62
     conv.condense(condenser)  # for real: the counts are cached now

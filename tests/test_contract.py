@@ -20,7 +20,7 @@ from openhands_memory.errors import (
     EventNotFound,
 )
 from openhands_memory.events import Condensation
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from openhands_memory.view import View
 
 from . import factories as f
@@ -111,11 +111,10 @@ def test_a_condensation_refuses_when_another_landed(database_url):
         two.conversation("c").step(condenser)
         result = condenser.condense(stale)
         assert isinstance(result, Condensation)
-        from openhands_memory.condense import write_condensation
-
         before = len(conv)
         with pytest.raises(ConcurrentCondensation):
-            write_condensation(conv, result, stale)
+            with conv.writing() as w:
+                w.condensation(result, view=stale)
         assert len(conv) == before
 
 
@@ -130,7 +129,7 @@ def test_condensing_steps_keep_the_view_bounded_and_equal_to_a_fresh_read(databa
             assert len(view) <= 61
         with EventStore(database_url) as other:
             assert ids(other.conversation("c").view()) == ids(conv.view())
-        assert condenser.view_tokens(conv.view()) <= 5_000
+        assert condenser.view_tokens(conv.view(), conv.tokens) <= 5_000
 
 
 def test_a_batch_cut_by_a_condensation_counts_its_hidden_actions_in_the_cached_view(database_url):

@@ -15,7 +15,7 @@ from sqlalchemy import create_engine
 from openhands_memory import migrate
 from openhands_memory.database import inspect_sqlite_file, open_location
 from openhands_memory.errors import NotOurDatabase, SchemaError, SchemaTooNew, SchemaTooOld
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 

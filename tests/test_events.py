@@ -31,7 +31,7 @@ from openhands_memory.events import (
     event_from_dict,
     event_from_json,
 )
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 

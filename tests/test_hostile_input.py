@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openhands_memory.cli import cli
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 

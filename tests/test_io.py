@@ -23,7 +23,7 @@ from openhands_memory.io import legacy, sdk
 from openhands_memory.io.common import ImportFailed
 from openhands_memory.io.importer import detect, import_path
 from openhands_memory.io.jsonl import parse_text, write_jsonl
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from openhands_memory.view import View
 
 from . import factories as f
@@ -176,7 +176,7 @@ def test_import_sdk_folder_keeps_ids_order_and_maps_condensations(tmp_path, fold
         conv = store.conversation(CONV_ID)
         assert conv.metadata["openhands"]["base_state"]["execution_status"] == "finished"
         view = conv.view()
-        assert view.ids == [0, 1, None, 13, 14, 17] and not view.dropped
+        assert view.seqs == [0, 1, None, 13, 14, 17] and not view.dropped
         assert view.summary_event.summary == "USER_CONTEXT: fix the test"
         assert view.unhandled_condensation_request
         # The same answer as the plain fold over the events.

@@ -42,7 +42,7 @@ from openhands_memory.events import (
     UserRejectObservation,
 )
 from openhands_memory.llm import LLMConfig
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from openhands_memory.summarizers import HEADER as OFFLINE_HEADER
 from openhands_memory.view import View
 
@@ -588,7 +588,7 @@ def push_fault(server: FakeLLMServer, fault: str) -> int:
 def offline_twin(strategy: str, conv, condenser) -> Condensation:
     """What the same condenser does without a model: the default HARD fallback's result."""
     twin = make_condenser(strategy, None, max_size=condenser.max_size, keep_first=condenser.keep_first)
-    result = conv.condense(twin, dry_run=True)
+    result = conv.condense(twin, dry_run=True).result
     assert isinstance(result, Condensation)
     return result
 
@@ -682,7 +682,7 @@ def test_token_trigger_is_hard(store, conv, llm_server):
         llm_config=make_config(llm_server, timeout=1.0, num_retries=NUM_RETRIES),
         max_size=1000, keep_first=2, tokenizer="chars/4", max_tokens=600,
     )
-    assert condenser.view_tokens(conv.view()) > 600  # counts are cached in the rows now
+    assert condenser.view_tokens(conv.view(), conv.tokens) > 600  # counts are cached in the rows now
     before = dump(store)
     for _ in range(NUM_RETRIES + 1):
         llm_server.push_fault("500")
@@ -708,7 +708,7 @@ def test_token_trigger_with_a_model_tokenizer(store, conv, llm_server):
     row = condensation_row(store, cond)
     assert row["reason"] == "tokens"
     assert row["tokens_before"] > 600 > row["tokens_after"]
-    assert condenser.view_tokens(after) <= 600
+    assert condenser.view_tokens(after, conv.tokens) <= 600
     assert after.summary_event.summary == "token summary"
     assert [r["condensation_id"] for r in ledger(store)] == [cond]
     assert_well_formed(after, agent.history)

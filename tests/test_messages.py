@@ -18,8 +18,8 @@ from openhands_memory.events import (
     TextContent,
     ThinkingBlock,
 )
-from openhands_memory.messages import events_to_messages
-from openhands_memory.store import EventStore
+from openhands_memory.view.messages import events_to_messages
+from openhands_memory.conversation import EventStore
 from openhands_memory.view import View
 
 from . import factories as f

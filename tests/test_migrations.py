@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy import create_engine
 
 from openhands_memory import migrate
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 

@@ -18,7 +18,7 @@ from openhands_memory.events import (
     ObservationEvent,
     TextContent,
 )
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from openhands_memory.view import View
 
 from . import factories as f

@@ -20,7 +20,7 @@ from openhands_memory.errors import (
 from openhands_memory.events import Condensation, CondensationNote, MessageEvent, PauseEvent
 from openhands_memory.storage import IntegrityViolation, hidden
 from openhands_memory.storage.sqlite import SqliteSession
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import factories as f
 
@@ -463,7 +463,7 @@ PER_PROCESS = 1000
 
 def _append_worker(path: str, conversation_id: str, tag: str, n: int, start) -> None:
     from openhands_memory.events import Message, MessageEvent, TextContent
-    from openhands_memory.store import EventStore
+    from openhands_memory.conversation import EventStore
 
     with EventStore(path) as store:
         conv = store.conversation(conversation_id)
@@ -510,3 +510,24 @@ def test_two_processes_append_without_gaps(db_path):
     assert seen["p2"] == list(range(PER_PROCESS))
     switches = sum(a != b for a, b in zip(order, order[1:]))
     assert switches >= 2, "the two writers did not overlap; the test proved nothing"
+
+
+def test_the_writing_context_commits_and_updates_the_cached_view_together(db_path):
+    with EventStore(db_path) as store:
+        conv = store.create_conversation("c")
+        conv.append_many([f.system(), f.user("a"), f.user("b")])
+        cached = conv.view()
+        with pytest.raises(RuntimeError):
+            with conv.writing() as w:
+                w.append([f.user("lost")])
+                raise RuntimeError("the block failed")
+        assert len(conv) == 3 and conv.view().seqs == cached.seqs  # nothing stored, nothing cached
+        with conv.writing() as w:
+            first = w.append([f.user("c")])
+            second = w.append([f.user("d")])
+            cond = Condensation(forgotten_ranges=[(1, 2)])
+            assert w.condensation(cond, view=cached) == 5
+        assert first + second == [3, 4] and cond.seq == 5
+        assert conv.view().seqs == [0, 3, 4]
+        with EventStore(db_path) as other:  # the cache equals a fresh read
+            assert other.conversation("c").view().seqs == [0, 3, 4]

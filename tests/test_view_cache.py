@@ -53,7 +53,7 @@ def test_messages_of_an_extended_view_equal_a_full_build(store, conv):
     conv.append(f.user("more"))
     conv.append(f.user("and more"))  # merges with the previous user message at the seam
     view = conv.view()
-    from openhands_memory.messages import events_to_messages
+    from openhands_memory.view.messages import events_to_messages
 
     assert view.to_messages() == events_to_messages(view.events)
     mutated = view.to_messages()

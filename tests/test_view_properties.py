@@ -51,7 +51,7 @@ from openhands_memory.events import (
     ThinkingBlock,
     UserRejectObservation,
 )
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from openhands_memory.view import View
 
 SETTINGS = dict(
@@ -425,7 +425,7 @@ def shape(view: View) -> tuple[list[tuple[str, str]], bool]:
 
 
 def full_shape(view: View):
-    return shape(view), view.ids, [d.property for d in view.dropped]
+    return shape(view), view.seqs, [d.property for d in view.dropped]
 
 
 # --- (b): well-formedness checks --------------------------------------------------------------

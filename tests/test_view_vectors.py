@@ -33,7 +33,7 @@ from openhands_memory.events import (
     Event,
 )
 from openhands_memory.view.manipulation import ManipulationIndices
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from openhands_memory.view import View, manipulation_indices
 
 from . import factories as f
@@ -309,7 +309,13 @@ def test_multi_summary_summary_text(build):
     assert isinstance(summary, CondensationSummaryEvent)
     assert summary.summary == "S2"
     assert view.summary_event is summary
-    assert view.ids == [0, None, 3, 5]
+    assert view.seqs == [0, None, 3, 5]
+
+
+def test_view_ids_is_a_deprecated_alias_of_seqs(build):
+    view = build(ENFORCEMENT[4][1]())
+    with pytest.warns(DeprecationWarning, match="View.seqs"):
+        assert view.ids == [0, None, 3, 5]
 
 
 def test_enforcement_warns(build, caplog):
@@ -519,7 +525,7 @@ def test_view_at_every_n_equals_the_fold_of_the_prefix(shared_store):
         got = conv.view(at=n)
         assert labels(got) == labels(expected), n
         assert [type(e) for e in got] == [type(e) for e in expected], n
-        assert got.ids == expected.ids, n
+        assert got.seqs == expected.seqs, n
         assert got.unhandled_condensation_request == expected.unhandled_condensation_request, n
         assert got.upto == n
         assert [d.property for d in got.dropped] == [d.property for d in expected.dropped], n
@@ -583,7 +589,7 @@ def test_list_like_access(build):
     assert isinstance(view[1:3], list)
     assert [e.id for e in iter(view)] == labels(view)
     assert list(view) == view.events
-    assert view.ids == [0, None, 2, 3, 4, 5, 7]
+    assert view.seqs == [0, None, 2, 3, 4, 5, 7]
     with pytest.raises(IndexError):
         view[7]
 
@@ -598,7 +604,7 @@ def test_build_modes_agree_on_all_vectors(shared_store):
         conv.append_many(make())
         sql = conv.view()
         assert labels(sql) == labels(mem)
-        assert sql.ids == mem.ids
+        assert sql.seqs == mem.seqs
         assert sql.unhandled_condensation_request == mem.unhandled_condensation_request
         for a, b in itertools.zip_longest(sql, mem):
             assert a.to_json_dict() | {"timestamp": None} == b.to_json_dict() | {"timestamp": None}

@@ -142,7 +142,7 @@ class LazyGroup(click.Group):
 @click.option("-v", "--verbose", is_flag=True, help="Show the library's log messages on stderr.")
 @click.pass_context
 def cli(ctx: click.Context, verbose: bool) -> None:
-    """A durable, condensable event history for LLM agents, in one SQLite file.
+    """A durable, condensable event history for LLM agents, in an SQLite file or PostgreSQL.
 
     DB is the database file; CONV a conversation id (or a unique prefix of one).
     """

@@ -65,38 +65,6 @@ def build_condenser(config: Path | None, name: str | None, kind: str | None, pai
     return default_condenser(), "the default condenser"
 
 
-def _forgotten_positions(view: Any, cond: Any) -> list[int]:
-    """Positions of the view's events that ``cond`` forgets."""
-    uids = set(cond.forgotten_event_ids)
-    runs = cond.forgotten_ranges or []
-    out = []
-    for i, e in enumerate(view.events):
-        if e.seq is None:
-            continue
-        if e.id in uids or any(s <= e.seq <= t for s, t in runs):
-            out.append(i)
-    return out
-
-
-def _estimate(view: Any, cond: Any, forgotten: list[int]) -> tuple[int, int]:
-    from ..events import CondensationSummaryEvent
-    from ..condensers.tokenizers import counter_for
-    from ..tokens import count_event
-
-    counter = counter_for("chars/4")
-    gone = set(forgotten)
-    counts = [count_event(counter, e) for e in view.events]
-    before = sum(counts)
-    after = 0
-    for i, (e, n) in enumerate(zip(view.events, counts)):
-        if i in gone or (e.seq is None and cond.summary is not None):
-            continue  # forgotten, or the old summary the new one replaces
-        after += n
-    if cond.summary is not None:
-        after += count_event(counter, CondensationSummaryEvent(summary=cond.summary))
-    return before, after
-
-
 @click.command()
 @click.argument("db")
 @click.argument("conversation", metavar="CONV")
@@ -171,26 +139,6 @@ def summarizers(condenser: Any) -> str | None:
     return ", ".join(names) or None
 
 
-def _find(condenser: Any, kind: str | None) -> Any:
-    if getattr(condenser, "type", None) == kind:
-        return condenser
-    for c in getattr(condenser, "condensers", None) or []:
-        found = _find(c, kind)
-        if found is not None:
-            return found
-    return None
-
-
-def _model_trouble(condenser: Any) -> tuple[str | None, bool]:
-    """(the latest model failure in one short line, whether a preview needed the model)."""
-    failure, needed = None, False
-    for c in llm_condensers(condenser):
-        if c.failure is not None:
-            failure = c.failure.brief
-        needed = needed or c.needs_model
-    return failure, needed
-
-
 def _in_memory(before: Any, after: Any) -> dict[str, Any]:
     """What an in-memory rewrite (masking, recent events) changes in what the model is sent."""
     kept = {e.seq for e in after.events if e.seq is not None}
@@ -201,55 +149,34 @@ def _in_memory(before: Any, after: Any) -> dict[str, Any]:
 
 
 def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: bool) -> dict[str, Any]:
-    from ..condense import condense as run
-    from ..condensers.llm_base import ModelNotCalled, SummarizerFailed
-    from ..events import Condensation
-
     store = open_reader(db) if dry_run else open_store(db)
     try:
         conv = open_conversation(store, conversation)
-        before = conv.view()
+        done = conv.condense(condenser, dry_run=dry_run)
+        before = done.view
         base = {"conversation": conv.id, "condenser": label, "dry_run": dry_run,
                 "summarizer": summarizers(condenser), "view_events": len(before)}
-        try:
-            result = run(conv, condenser, dry_run=dry_run)
-        except ModelNotCalled:
-            result = None
-        except SummarizerFailed:  # a hard requirement whose fallback is "raise"
-            result = None
-            if not _model_trouble(condenser)[0]:
-                raise
-        failure, needed = _model_trouble(condenser)
-        if not isinstance(result, Condensation):
-            report = {**base, "condensed": False, "model_failure": failure, "error": None}
-            if failure:
-                report["error"] = f"condense: {failure}; no condensation was stored"
-            elif needed:
+        result = done.condensation
+        if result is None:
+            report = {**base, "condensed": False, "model_failure": done.failure, "error": None}
+            if done.failure:
+                report["error"] = f"condense: {done.failure}; no condensation was stored"
+            elif done.needs_model:
                 report["needs_model"] = True
-            elif result is not None and result is not before:
-                report["in_memory"] = _in_memory(before, result)
+            elif done.result is not None and done.result is not before:
+                report["in_memory"] = _in_memory(before, done.result)
             return report
-        forgotten = _forgotten_positions(before, result)
-        seqs = [before.events[i].seq for i in forgotten]
         note = result.note
-        if note is not None and note.tokens_before is not None and note.tokens_after is not None:
-            tokens_before, tokens_after = note.tokens_before, note.tokens_after
-            counter = getattr(_find(condenser, note.strategy), "tokenizer", None) or "chars/4"
-        else:
-            tokens_before, tokens_after = _estimate(before, result, forgotten)
-            counter = "chars/4 estimate"
-        reason = note.reason if note else None
-        fallback = reason.split(";fallback=", 1)[1] if reason and ";fallback=" in reason else None
         after_view = None if dry_run else conv.view()
         return {
             **base, "condensed": True, "error": None,
-            "strategy": note.strategy if note else None, "reason": reason,
-            "fallback": fallback, "model_failure": failure,
-            "forgotten_ids": seqs, "forgotten_count": len(seqs),
+            "strategy": note.strategy if note else None, "reason": note.reason if note else None,
+            "fallback": done.fallback, "model_failure": done.failure,
+            "forgotten_ids": done.forgotten_ids, "forgotten_count": len(done.forgotten_ids),
             "summary": result.summary, "summary_offset": result.summary_offset,
             "summary_written": not (dry_run and result.summary == PREVIEW_SUMMARY),
-            "tokens_before": tokens_before, "tokens_after": tokens_after, "token_counter": counter,
-            "stored_as": None if dry_run else result.seq,
+            "tokens_before": done.tokens_before, "tokens_after": done.tokens_after,
+            "token_counter": done.token_counter, "stored_as": done.stored_as,
             "view_events_after": len(after_view) if after_view is not None else None,
         }
     finally:

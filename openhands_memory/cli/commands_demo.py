@@ -26,7 +26,7 @@ def _is_demo(path: Path) -> bool:
         return False
     if state.revision is None:
         return path.stat().st_size == 0
-    from ..store import EventStore
+    from ..conversation import EventStore
 
     try:
         with EventStore(path, create=False, readonly=True) as store:
@@ -71,7 +71,7 @@ def demo(db: str, as_json: bool) -> None:
     from ..condensers import default_condenser
     from ..data import DEMO_CONVERSATION
     from ..events import event_from_json
-    from ..store import EventStore
+    from ..conversation import EventStore
     from ..inspection import stats
     from .commands_db import echo_stats
     from .commands_events import echo_view
@@ -138,7 +138,7 @@ def demo(db: str, as_json: bool) -> None:
         final = conv.view()
         echo_view(conv.id, final)
         from ..condensers.tokenizers import counter_for
-        from ..tokens import count_events
+        from ..view.tokens import count_events
 
         counter = counter_for("chars/4")
         everything = [e for e in conv.events() if type(e).llm_visible]

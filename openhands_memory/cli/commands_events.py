@@ -12,7 +12,7 @@ import click
 
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..conversation import EventStore
 from . import output_format
 from .describe import kind_label, one, source_label
 from .opening import conversation as open_conversation

@@ -18,7 +18,7 @@ import click
 from ..errors import NotOurDatabase
 
 if TYPE_CHECKING:
-    from ..store import Conversation, EventStore
+    from ..conversation import Conversation, EventStore
 
 
 def is_url(db: str) -> bool:
@@ -70,7 +70,7 @@ def _closed_at_exit(resource: Any) -> Any:
 def open_store(db: str, *, create: bool = False) -> "EventStore":
     """The library's store. Only ``create=True`` commands may make a new file."""
     judge(db, must_exist=not create)
-    from ..store import EventStore
+    from ..conversation import EventStore
 
     return _closed_at_exit(EventStore(db if is_url(db) else Path(db).expanduser(), create=create))
 
@@ -78,7 +78,7 @@ def open_store(db: str, *, create: bool = False) -> "EventStore":
 def open_reader(db: str) -> "EventStore":
     """A read-only store: it creates nothing and writes nothing."""
     judge(db)
-    from ..store import EventStore
+    from ..conversation import EventStore
 
     return _closed_at_exit(EventStore(db if is_url(db) else Path(db).expanduser(), create=False, readonly=True))
 
@@ -89,7 +89,7 @@ def writing_store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
     ``db`` and put in place only if the block succeeds (``database.building``): a failed or
     killed command leaves no file at all, never an empty database."""
     from ..database import building
-    from ..store import EventStore
+    from ..conversation import EventStore
 
     if is_url(db):
         store = EventStore(db, create=create)

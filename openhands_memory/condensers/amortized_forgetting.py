@@ -9,13 +9,14 @@ from __future__ import annotations
 from ..events import Condensation
 from ..settings import settings
 from ..view import View
-from .base import Reason, RollingCondenser, forgotten_runs
+from ..view.tokens import TokenSource
+from .base import Reason, RollingCondenser, runs_at
 
 
 @settings()
 class AmortizedForgettingCondenser(RollingCondenser):
     type = "amortized"
 
-    def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
-        start, end = self.cut(view, reasons)
-        return Condensation(forgotten_ranges=forgotten_runs(view, range(start, end)))
+    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource) -> Condensation:
+        start, end = self.cut(view, reasons, tokens)
+        return Condensation(forgotten_ranges=runs_at(view, range(start, end)))

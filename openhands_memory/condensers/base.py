@@ -1,8 +1,10 @@
 """The condenser framework.
 
-A condenser maps a view to either a view (an in-memory rewrite, such as masking, sent as is
-and never stored) or a :class:`Condensation` (forget these ids, maybe place a summary), which
-``condense.write_condensation`` stores in one transaction. Condensers never write.
+A condenser is a pure strategy: it maps a view, and a token source for its counts (as an SDK
+condenser is handed ``agent_llm``), to either a view (an in-memory rewrite, such as masking,
+sent as is and never stored) or a :class:`Condensation` (forget these ids, maybe place a
+summary), which ``Conversation.condense`` stores in one transaction. Condensers never write,
+and know neither the conversation nor storage.
 
 Rolling condensers decide from *reasons* (an explicit request, too many tokens, too many
 events) whether condensing is required softly (try again later if no cut exists) or hard
@@ -15,25 +17,16 @@ import dataclasses
 import enum
 import logging
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Sequence
+from typing import Annotated, Any, ClassVar, Literal, Sequence
 
 from pydantic import Field, model_validator
 
 from ..errors import NoCondensationAvailable
-from ..events import (
-    Condensation,
-    CondensationNote,
-    CondensationSummaryEvent,
-    Event,
-    SystemPromptEvent,
-)
+from ..events import Condensation, CondensationNote, CondensationSummaryEvent, SystemPromptEvent
 from ..settings import SettingError, settings
-from ..tokens import RowTokens, TokenCounter, count_event
 from ..view import View
+from ..view.tokens import FRESH, TokenCounter, TokenSource, tokens_after
 from .tokenizers import counter_for
-
-if TYPE_CHECKING:
-    from ..store import Conversation
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +59,14 @@ def _config_dict(obj: Any) -> dict[str, Any]:
 
 
 class Condenser(ABC):
-    """``condense(view) -> View | Condensation``. Subclasses are dataclasses of their settings."""
+    """``condense(view, tokens) -> View | Condensation``. Subclasses are dataclasses of their
+    settings. ``tokens``: where the view's token counts come from (a conversation passes its
+    counts cached in rows; by default every event is counted anew)."""
 
     type: ClassVar[str]
 
     @abstractmethod
-    def condense(self, view: View) -> View | Condensation: ...
+    def condense(self, view: View, tokens: TokenSource = FRESH) -> View | Condensation: ...
 
     def handles_condensation_requests(self) -> bool:
         return False
@@ -84,22 +79,15 @@ class Condenser(ABC):
         """LLM calls made since the last take (for the ledger); none for most strategies."""
         return []
 
-    def run(self, conversation: "Conversation", *, dry_run: bool = False) -> View | Condensation:
-        """Condense ``conversation``'s current view; a Condensation is stored unless
-        ``dry_run`` (see condense.py)."""
-        from ..condense import condense
-
-        return condense(conversation, self, dry_run=dry_run)
-
-    def step(self, conversation: "Conversation") -> View:
-        """Condense if needed, store it, and return the view to send to the model."""
-        from ..condense import step
-
-        return step(conversation, self)
+    def model_trouble(self) -> tuple[str | None, bool]:
+        """(the latest model failure of the last ``condense`` in one short line, whether a
+        preview needed the model): nothing for strategies that call no model."""
+        return None, False
 
 
-def forgotten_runs(view: View, positions: Sequence[int]) -> list[tuple[int, int]]:
-    """Store id runs that forget the view events at ``positions``.
+def runs_at(view: View, positions: Sequence[int]) -> list[tuple[int, int]]:
+    """The id runs (a Condensation's ``forgotten_ranges``) that forget the view events at
+    ``positions`` (``storage.condensations.forgotten_runs`` is what a stored one forgot).
 
     Each run of adjacent positions becomes one id range from its first to its last stored
     event: any id in between is either already hidden or not shown to the model, so one
@@ -202,28 +190,15 @@ class RollingCondenser(Condenser):
                 limits.append(window)
         return min(limits) if limits else None
 
-    def _row_tokens(self, view: View) -> RowTokens | None:
-        if view.conversation is None:
-            return None
-        return view.conversation.tokens(self.counter())
+    def view_tokens(self, view: View, tokens: TokenSource = FRESH) -> int:
+        return tokens.total(view, self.counter())
 
-    def view_tokens(self, view: View) -> int:
-        rows = self._row_tokens(view)
-        if rows is not None:
-            return rows.total(view)
-        counter = self.counter()
-        return sum(count_event(counter, e) for e in view.events)
-
-    def event_tokens(self, view: View) -> list[int]:
-        rows = self._row_tokens(view)
-        if rows is not None:
-            return rows.per_event(view)
-        counter = self.counter()
-        return [count_event(counter, e) for e in view.events]
+    def event_tokens(self, view: View, tokens: TokenSource = FRESH) -> list[int]:
+        return tokens.per_event(view, self.counter())
 
     # --- deciding --------------------------------------------------------------------
 
-    def reasons(self, view: View) -> set[Reason]:
+    def reasons(self, view: View, tokens: TokenSource = FRESH) -> set[Reason]:
         found: set[Reason] = set()
         if view.unhandled_condensation_request:
             found.add(Reason.REQUEST)
@@ -231,7 +206,7 @@ class RollingCondenser(Condenser):
             found.add(Reason.EVENTS)
         if self.counts_tokens:
             limit = self.token_limit()
-            if limit is not None and self.view_tokens(view) > limit:
+            if limit is not None and self.view_tokens(view, tokens) > limit:
                 found.add(Reason.TOKENS)
         return found
 
@@ -243,7 +218,7 @@ class RollingCondenser(Condenser):
             return Requirement.SOFT
         return Requirement.HARD
 
-    def tail_length(self, view: View, reasons: set[Reason]) -> int:
+    def tail_length(self, view: View, reasons: set[Reason], tokens: TokenSource) -> int:
         """How many of the newest events to keep: the strictest reason wins."""
         slot = self.summary_slot
         candidates: list[int] = []
@@ -252,16 +227,16 @@ class RollingCondenser(Condenser):
         if Reason.EVENTS in reasons:
             candidates.append(self.max_size // 2 - self.keep_first - slot)
         if Reason.TOKENS in reasons:
-            candidates.append(self._token_tail(view))
+            candidates.append(self._token_tail(view, tokens))
         if not candidates:
             return len(view)
         tail = min(candidates)
         return tail if self.negative_tail_resets else max(0, tail)
 
-    def _token_tail(self, view: View) -> int:
+    def _token_tail(self, view: View, tokens: TokenSource) -> int:
         """The longest tail whose tokens, with the kept head, fit in half the limit."""
         limit = self.token_limit() or 0
-        counts = self.event_tokens(view)
+        counts = self.event_tokens(view, tokens)
         budget = limit // 2 - sum(counts[: self.keep_first])
         tail, used = 0, 0
         for n in reversed(counts[self.keep_first :]):
@@ -271,9 +246,9 @@ class RollingCondenser(Condenser):
             tail += 1
         return tail
 
-    def cut(self, view: View, reasons: set[Reason]) -> tuple[int, int]:
+    def cut(self, view: View, reasons: set[Reason], tokens: TokenSource) -> tuple[int, int]:
         """The ``[start, end)`` positions to forget, at manipulation indices."""
-        tail = self.tail_length(view, reasons)
+        tail = self.tail_length(view, reasons, tokens)
         if tail < 0:
             raise NoCondensationAvailable(
                 f"the view is too short to condense as asked: the tail to keep would be {tail} "
@@ -302,7 +277,7 @@ class RollingCondenser(Condenser):
     # --- condensing ------------------------------------------------------------------
 
     @abstractmethod
-    def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
+    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource) -> Condensation:
         """The condensation for these reasons, or NoCondensationAvailable."""
 
     def reset_positions(self, view: View) -> range | None:
@@ -314,7 +289,7 @@ class RollingCondenser(Condenser):
         return range(start, end)
 
     def fallback(
-        self, view: View, reasons: set[Reason], error: NoCondensationAvailable
+        self, view: View, reasons: set[Reason], error: NoCondensationAvailable, tokens: TokenSource
     ) -> Condensation | None:
         """What a hard requirement does when ``get_condensation`` failed; None re-raises.
 
@@ -326,28 +301,29 @@ class RollingCondenser(Condenser):
         positions = self.reset_positions(view)
         if positions is None:
             return None
-        return Condensation(forgotten_ranges=forgotten_runs(view, positions))
+        return Condensation(forgotten_ranges=runs_at(view, positions))
 
-    def condense(self, view: View) -> View | Condensation:
-        reasons = self.reasons(view)
+    def condense(self, view: View, tokens: TokenSource = FRESH) -> View | Condensation:
+        reasons = self.reasons(view, tokens)
         requirement = self.requirement(reasons)
         if requirement is None:
             return view
         try:
-            cond = self.get_condensation(view, reasons)
+            cond = self.get_condensation(view, reasons, tokens)
         except NoCondensationAvailable as e:
             if requirement is Requirement.SOFT:
                 log.info("%s: condensation deferred (%s)", self.type, e)
                 return view
-            fallback = self.fallback(view, reasons, e)
+            fallback = self.fallback(view, reasons, e, tokens)
             if fallback is None:
                 raise
             log.warning("%s: %s; falling back to %s", self.type, e, self.hard_fallback)
-            return self.annotate(view, fallback, reasons, fallback=self.hard_fallback)
-        return self.annotate(view, cond, reasons)
+            return self.annotate(view, fallback, reasons, tokens, fallback=self.hard_fallback)
+        return self.annotate(view, cond, reasons, tokens)
 
     def annotate(
-        self, view: View, cond: Condensation, reasons: set[Reason], *, fallback: str | None = None
+        self, view: View, cond: Condensation, reasons: set[Reason], tokens: TokenSource,
+        *, fallback: str | None = None,
     ) -> Condensation:
         """Attach why and at what cost this condensation was made (stored beside it)."""
         reason = ",".join(sorted(r.value for r in reasons))
@@ -355,16 +331,8 @@ class RollingCondenser(Condenser):
             reason += f";fallback={fallback}"
         before = after = None
         if self.counts_tokens:
-            counts = self.event_tokens(view)
+            counts = self.event_tokens(view, tokens)
             before = sum(counts)
-            gone = {p for p, e in enumerate(view.events) if _is_forgotten(e, cond)}
-            after = sum(n for p, n in enumerate(counts) if p not in gone)
-            if cond.summary is not None:
-                after += count_event(self.counter(), CondensationSummaryEvent(summary=cond.summary))
-        return cond.with_note(CondensationNote(self.type, reason, self.config(), before, after))
-
-
-def _is_forgotten(e: Event, cond: Condensation) -> bool:
-    if e.seq is None:
-        return cond.summary is not None  # the old summary is replaced by the new one
-    return any(s <= e.seq <= t for s, t in cond.forgotten_ranges or []) or e.id in cond.forgotten_event_ids
+            after = tokens_after(view, cond, counts, self.counter())
+        note = CondensationNote(self.type, reason, self.config(), before, after, fallback or None)
+        return cond.with_note(note)

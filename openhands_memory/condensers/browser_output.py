@@ -9,6 +9,7 @@ from pydantic import Field
 from ..events import ObservationEvent
 from ..settings import settings
 from ..view import View
+from ..view.tokens import FRESH, TokenSource
 from .base import Condenser
 from .observation_masking import masked
 
@@ -24,7 +25,7 @@ class BrowserOutputCondenser(Condenser):
 
     attention_window: Annotated[int, Field(ge=1)] = 1
 
-    def condense(self, view: View) -> View:
+    def condense(self, view: View, tokens: TokenSource = FRESH) -> View:
         seen = 0
         out = list(view.events)
         for i in range(len(out) - 1, -1, -1):

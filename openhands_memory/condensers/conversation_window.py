@@ -21,7 +21,8 @@ from ..events import (
 )
 from ..settings import settings
 from ..view import View
-from .base import Condenser, forgotten_runs
+from ..view.tokens import FRESH, TokenSource
+from .base import Condenser, runs_at
 
 
 def _text(e: MessageEvent) -> str:
@@ -64,7 +65,7 @@ class ConversationWindowCondenser(Condenser):
     def handles_condensation_requests(self) -> bool:
         return True
 
-    def condense(self, view: View) -> View | Condensation:
+    def condense(self, view: View, tokens: TokenSource = FRESH) -> View | Condensation:
         if not view.unhandled_condensation_request:
             return view
         events = view.events
@@ -84,5 +85,5 @@ class ConversationWindowCondenser(Condenser):
                 "events); nothing can be forgotten, so the overflow must come from elsewhere "
                 "(a single huge event, or an output budget larger than the context)"
             )
-        cond = Condensation(forgotten_ranges=forgotten_runs(view, forgotten))
+        cond = Condensation(forgotten_ranges=runs_at(view, forgotten))
         return cond.with_note(CondensationNote(self.type, "request", self.config()))

@@ -18,7 +18,8 @@ from ..events import Condensation
 from ..llm import LLMReply, complete
 from ..settings import settings
 from ..view import View
-from .base import Reason, forgotten_runs, system_floor
+from ..view.tokens import TokenSource
+from .base import Reason, runs_at, system_floor
 from .llm_base import LLMCondenser, ModelNotCalled, SummarizerFailed, longest
 from .rendering import clip, describe
 
@@ -82,11 +83,11 @@ class LLMAttentionCondenser(LLMCondenser):
         position = {e.seq: p for p, e in enumerate(view.events) if e.seq is not None}
         return [position[s] for s in seqs if s in position]
 
-    def keep_set(self, view: View, ranked: list[int], reasons: set[Reason]) -> set[int]:
+    def keep_set(self, view: View, ranked: list[int], reasons: set[Reason], tokens: TokenSource) -> set[int]:
         head = max(self.keep_first, system_floor(view))
         # As many events as the reasons ask to keep: max_size // 2 for too many events,
         # half the view for a request, what fits half the token limit for tokens.
-        target = max(self.keep_first + self.tail_length(view, reasons), head + 1)
+        target = max(self.keep_first + self.tail_length(view, reasons, tokens), head + 1)
         pieces = units(view)
         unit_of = {p: u for u in pieces for p in u}
         keep: set[int] = set(range(min(head, len(view))))
@@ -99,23 +100,23 @@ class LLMAttentionCondenser(LLMCondenser):
             keep.update(unit_of.get(p, (p,)))
         return keep
 
-    def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
-        return self._forget_all_but(view, self.keep_set(view, self.ranking(view), reasons))
+    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource) -> Condensation:
+        return self._forget_all_but(view, self.keep_set(view, self.ranking(view), reasons, tokens))
 
-    def fallback(self, view: View, reasons: set[Reason], error) -> Condensation | None:
+    def fallback(self, view: View, reasons: set[Reason], error, tokens: TokenSource) -> Condensation | None:
         if self.hard_fallback == "raise" or isinstance(error, ModelNotCalled):
             return None  # a preview shows what the model would decide, or nothing
         # A ranking that was made but led nowhere did not produce what the fallback writes.
         self._calls = [replace(c, produced=False) for c in self._calls]
         if isinstance(error, SummarizerFailed) or self.hard_fallback == "offline":
             try:
-                return self._forget_all_but(view, self.keep_set(view, [], reasons))
+                return self._forget_all_but(view, self.keep_set(view, [], reasons, tokens))
             except NoCondensationAvailable:
                 return None
-        return super().fallback(view, reasons, error)
+        return super().fallback(view, reasons, error, tokens)
 
     def _forget_all_but(self, view: View, keep: set[int]) -> Condensation:
         forget = [p for p in range(len(view)) if p not in keep and view.events[p].seq is not None]
         if not forget:
             raise NoCondensationAvailable("every event is kept: nothing to forget")
-        return Condensation(forgotten_ranges=forgotten_runs(view, forget))
+        return Condensation(forgotten_ranges=runs_at(view, forget))

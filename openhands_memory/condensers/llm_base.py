@@ -14,7 +14,8 @@ from ..events import Condensation, CondensationSummaryEvent, Event
 from ..llm import ContextWindowError, LLMCall, LLMConfig, LLMError, LLMReply
 from ..settings import settings
 from ..view import View
-from .base import Reason, RollingCondenser, forgotten_runs, summary_offset
+from ..view.tokens import FRESH, TokenSource
+from .base import Reason, RollingCondenser, runs_at, summary_offset
 from .rendering import describe
 
 log = logging.getLogger(__name__)
@@ -82,9 +83,12 @@ class LLMCondenser(RollingCondenser):
             return "the offline summarizer"
         return f"model {self.llm_config.model}"
 
-    def condense(self, view: View):  # type: ignore[override]
+    def condense(self, view: View, tokens: TokenSource = FRESH):  # type: ignore[override]
         self.failure, self.needs_model = None, False
-        return super().condense(view)
+        return super().condense(view, tokens)
+
+    def model_trouble(self) -> tuple[str | None, bool]:
+        return (self.failure.brief if self.failure is not None else None), self.needs_model
 
     def take_calls(self) -> list[LedgerEntry]:
         calls, self._calls = self._calls, []
@@ -173,17 +177,19 @@ class SummarizingCondenser(LLMCondenser):
 
     def condensation(self, view: View, start: int, end: int, summary: str) -> Condensation:
         return Condensation(
-            forgotten_ranges=forgotten_runs(view, range(start, end)),
+            forgotten_ranges=runs_at(view, range(start, end)),
             summary=summary,
             summary_offset=summary_offset(view, start),
         )
 
-    def get_condensation(self, view: View, reasons: set[Reason]) -> Condensation:
-        start, end = self.cut(view, reasons)
+    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource) -> Condensation:
+        start, end = self.cut(view, reasons, tokens)
         summary = self.summarize(self.forgotten(view, start, end), self.previous_summary(view))
         return self.condensation(view, start, end, summary)
 
-    def fallback(self, view: View, reasons: set[Reason], error: NoCondensationAvailable) -> Condensation | None:
+    def fallback(
+        self, view: View, reasons: set[Reason], error: NoCondensationAvailable, tokens: TokenSource
+    ) -> Condensation | None:
         """``offline``: the offline summarizer over the cut the reasons asked for (or over
         everything after the system prompt when there is no cut); ``reset``: the model over
         everything after the system prompt, shrinking event text on overflow; ``raise``."""
@@ -192,7 +198,7 @@ class SummarizingCondenser(LLMCondenser):
         span = None
         if self.hard_fallback == "offline":
             try:
-                span = self.cut(view, reasons)
+                span = self.cut(view, reasons, tokens)
             except NoCondensationAvailable:
                 pass
         if span is None:

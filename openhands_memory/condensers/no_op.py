@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..settings import settings
 from ..view import View
+from ..view.tokens import FRESH, TokenSource
 from .base import Condenser
 
 
@@ -11,5 +12,5 @@ from .base import Condenser
 class NoOpCondenser(Condenser):
     type = "noop"
 
-    def condense(self, view: View) -> View:
+    def condense(self, view: View, tokens: TokenSource = FRESH) -> View:
         return view

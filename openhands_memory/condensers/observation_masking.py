@@ -13,6 +13,7 @@ from pydantic import Field
 from ..events import AgentErrorEvent, Event, ObservationEvent, RecallObservation
 from ..settings import settings
 from ..view import View
+from ..view.tokens import FRESH, TokenSource
 from .base import Condenser
 
 MASK = "<MASKED>"
@@ -41,7 +42,7 @@ class ObservationMaskingCondenser(Condenser):
 
     attention_window: Annotated[int, Field(ge=1)] = 100
 
-    def condense(self, view: View) -> View:
+    def condense(self, view: View, tokens: TokenSource = FRESH) -> View:
         cutoff = len(view) - self.attention_window
         if cutoff <= 0:
             return view

@@ -1,15 +1,16 @@
 """Which token counter a condenser's ``tokenizer`` setting names.
 
-``"chars/4"`` (or nothing) is the declared estimate (``tokens.CharEstimate``); any other
-value is a model name whose tokenizer litellm provides (tiktoken for OpenAI models, a
-default otherwise). The counting itself, and the counts cached in rows, are ``tokens.py``'s.
+``"chars/4"`` (or nothing) is the declared estimate (``view.tokens.CharEstimate``); any
+other value is a model name whose tokenizer litellm provides (tiktoken for OpenAI models, a
+default otherwise). The counting itself is ``view/tokens.py``'s; the counts cached in rows
+are the conversation's (``conversation/tokens.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..tokens import ESTIMATE, CharEstimate, TokenCounter
+from ..view.tokens import ESTIMATE, CharEstimate, TokenCounter
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from ..storage import hidden
 from ..storage.session import Session
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..conversation import EventStore
 
 INTERRUPTED = "interrupted: the tool call never got a result (added by openhands-memory doctor --fix)"
 
@@ -207,7 +207,7 @@ def repair(store: "EventStore", report: Report) -> list[str]:
     """Carry out every plan of ``report`` in one write transaction; what was done."""
     from ..events import AgentErrorEvent, event_from_json
     from ..storage import condensations
-    from ..store import Conversation
+    from ..conversation import Conversation
 
     done: list[str] = []
     with store.writing() as db:
@@ -229,7 +229,8 @@ def repair(store: "EventStore", report: Report) -> list[str]:
             if plan.dangling:
                 errors = [AgentErrorEvent(tool_name=tool or "unknown", tool_call_id=call, error=INTERRUPTED)
                           for _, call, tool in plan.dangling]
-                seqs = Conversation(store, cid).insert(db, errors)
+                with Conversation(store, cid).writing(within=db) as w:
+                    seqs = w.append(errors)
                 done.append(f"{cid}: appended an 'interrupted' result for {len(errors)} dangling call(s) as "
                             f"event{'s' if len(seqs) > 1 else ''} {ranges.text(seqs)}")
     return done

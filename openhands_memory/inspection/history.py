@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from .. import ranges
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..conversation import EventStore
 
 PAGE = 1000
 

@@ -13,7 +13,7 @@ from .. import ranges
 from ..storage import hidden
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..conversation import EventStore
 
 
 @dataclass

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Union
 
 from .. import ranges
-from ..storage import IntegrityViolation, condensations
-from ..storage.codec import event_row
-from ..errors import ConversationExists, MalformedEvent, OpenHandsMemoryError
+from ..conversation import Conversation, duplicate_uid
+from ..errors import ConversationExists, ConversationNotFound, MalformedEvent, OpenHandsMemoryError
 from ..events import EVENT_CLASSES, Condensation, Event, event_from_dict
+from ..storage import IntegrityViolation
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..conversation import EventStore
 
 Progress = Callable[[int], None]  # called with the number of events just written
 
@@ -288,53 +288,36 @@ def write_conversation(
     """Create ``conversation_id`` and store every batch, all in one write transaction.
 
     Each batch item is ``(event, where)`` or ``(event, where, raw JSON text)``. Events get ids
-    0, 1, 2, … in order; each batch is one ``executemany``, and a Condensation's ranges are
-    recorded once the events before it are in (as ``Conversation.insert`` does).
+    0, 1, 2, … in order; each batch is one ``executemany`` through the conversation's writing
+    context (``Writer.load``), which records a Condensation's ranges once the events before it
+    are in.
 
     ``batches`` is consumed inside the transaction, so a bad event anywhere (even in the last
     file) rolls everything back: the conversation is not created at all.
     """
     checker = Checker()
     now = datetime.now(timezone.utc).isoformat()
-    with no_gc(), store.writing(conversation_id) as db:
+    with no_gc(), Conversation(store, conversation_id).writing() as w:
         try:
-            db.insert_conversation(conversation_id, now, metadata)
+            w.db.insert_conversation(conversation_id, now, metadata)
         except IntegrityViolation:
             raise ConversationExists(conversation_id) from None
         for batch in batches:
             if not batch:
                 continue
-            first = checker.count
             for item in batch:
                 checker.add(item[0], item[1])
             # The file's own JSON text is stored as the payload when there is one: the SDK
             # writes each event as ``model_dump_json(exclude_none=True)``, the form the store
             # keeps, and the text was just validated into the event (a quarter of the
             # import's time is saved, and exporting writes the file back byte for byte).
-            db.insert_events(
-                [event_row(conversation_id, first + k, item[0], item[2] if len(item) > 2 else None)
-                 for k, item in enumerate(batch)]
-            )
-            for k, item in enumerate(batch):
-                if isinstance(item[0], Condensation):
-                    seq = first + k
-                    condensations.record(db, conversation_id, seq, checker.resolved(item[0], seq))
+            w.load([item[0] for item in batch], [item[2] if len(item) > 2 else None for item in batch],
+                   checker.resolved)
             if progress is not None:
                 progress(len(batch))
     result.events = checker.count
     result.condensations = checker.condensations
     return result
-
-
-def chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 # --- appending -------------------------------------------------------------------------------
@@ -357,16 +340,13 @@ def append_events(
     in the conversation) the error names its place, the conversation is not created and
     nothing is appended.
     """
-    from ..errors import ConversationNotFound
-    from ..store import Conversation, duplicate_uid
-
     first_at: dict[str, str] = {}
     for event, where in events:
         if event.id in first_at:
             raise ImportFailed(where, f"event id {event.id!r} appears twice (first at {first_at[event.id]})")
         first_at[event.id] = where
-    conv = Conversation(store, conversation_id)
-    with store.writing(conversation_id) as db:
+    with Conversation(store, conversation_id).writing() as w:
+        db = w.db
         created = False
         if not db.conversation_exists(conversation_id):
             if not create:
@@ -379,5 +359,5 @@ def append_events(
                 first_at.get(dup, conversation_id),
                 f"event id {dup!r} is already in conversation {conversation_id!r}",
             )
-        ids = conv.insert(db, [e for e, _ in events]) if events else []
+        ids = w.append([e for e, _ in events]) if events else []
     return AppendResult(conversation_id, created, ids)

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import jsonl, legacy, sdk
+from ..storage.session import chunks
 from .common import (
     ImportFailed,
     ImportResult,
     Progress,
-    chunked,
     load_json,
     no_gc,
     open_regular,
@@ -33,7 +33,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..store import EventStore
+    from ..conversation import EventStore
 
 CHUNK = 2000
 _SNIFF = 1 << 16
@@ -126,7 +126,7 @@ def _import(
     meta: dict[str, Any] = {"imported_from": {"format": kind, "path": str(path.resolve())}}
     if kind == "jsonl":
         result = ImportResult(cid, "jsonl", str(path))
-        return write_conversation(store, cid, meta, chunked(jsonl.iter_jsonl(path), chunk), result, progress)
+        return write_conversation(store, cid, meta, chunks(jsonl.iter_jsonl(path), chunk), result, progress)
     value = load_json(read_bounded(path), path)
     fmt, items = _json_items(value, path)
     meta["imported_from"]["format"] = fmt
@@ -137,4 +137,4 @@ def _import(
         result.notes.append("legacy events were mapped onto this library's kinds (see openhands_memory.io.legacy)")
     else:
         located = jsonl.events_of_value(items, str(path))
-    return write_conversation(store, cid, meta, chunked(located, chunk), result, progress)
+    return write_conversation(store, cid, meta, chunks(located, chunk), result, progress)

@@ -23,7 +23,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..store import Conversation
+    from ..conversation import Conversation
 
 
 def first_char(text: str) -> str:

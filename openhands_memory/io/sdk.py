@@ -49,7 +49,7 @@ from ..events import Event
 from .common import MAX_EVENT_BYTES, ImportFailed, load_json, open_regular, parse_event_json, read_bounded
 
 if TYPE_CHECKING:
-    from ..store import Conversation
+    from ..conversation import Conversation
 
 EVENTS_DIR = "events"
 BASE_STATE = "base_state.json"

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
+from ..events import OBSERVATION_KINDS
 from ..ranges import Run
 
-# Kinds that answer a tool call (events.OBSERVATION_KINDS; a test keeps them equal).
-RESULT_KINDS = ("AgentErrorEvent", "ObservationEvent", "UserRejectObservation")
-_RESULT_LIST = ", ".join(f"'{k}'" for k in RESULT_KINDS)
+# Kinds that answer a tool call.
+_RESULT_LIST = ", ".join(f"'{k}'" for k in sorted(OBSERVATION_KINDS))
 
 
 class InspectionQueries:

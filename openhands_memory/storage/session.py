@@ -13,8 +13,10 @@ plans") and held by tests/test_query_plans.py.
 from __future__ import annotations
 
 import json
+from itertools import islice
 from typing import Any, Iterable, Iterator, Sequence
 
+from ..events import TOOL_KINDS
 from ..ranges import Run
 from .codec import EVENT_COLUMNS
 from .inspection import InspectionQueries
@@ -24,8 +26,7 @@ END = 2**62  # "no upper bound" for id ranges
 # The kinds a tool loop is made of, and the rows that end or start one (non-tool kinds and
 # thinking actions): the partial index ix_event_loop_edge holds exactly the latter. The
 # predicate must match the index's (schema.LOOP_EDGE_WHERE) word for word.
-TOOL_KINDS = ("ActionEvent", "AgentErrorEvent", "ObservationEvent", "UserRejectObservation")
-TOOL_KIND_LIST = ", ".join(f"'{k}'" for k in TOOL_KINDS)
+TOOL_KIND_LIST = ", ".join(f"'{k}'" for k in sorted(TOOL_KINDS))
 LOOP_EDGE = f"(kind NOT IN ({TOOL_KIND_LIST}) OR has_thinking)"
 
 INSERT_EVENT = (
@@ -83,9 +84,12 @@ class IntegrityViolation(Exception):
     """A unique or foreign key constraint refused a write (the driver's error, translated)."""
 
 
-def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last may be shorter), read as they come: the one
+    batching helper (statements' parameter lists here, an import's event batches in io/)."""
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
 
 
 class Session(InspectionQueries):
@@ -294,7 +298,7 @@ class Session(InspectionQueries):
         self.execute("DELETE FROM hidden_run WHERE conversation_id = ?", (cid,))
         self.executemany(INSERT_HIDDEN, [(cid, *r) for r in rows])
 
-    # --- the view (see view_query.py) ----------------------------------------------------
+    # --- the view (see view/query.py) ----------------------------------------------------
 
     def view_ends(self, cid: str, upto: int) -> tuple[int, int | None, int | None]:
         """(the last event id <= upto, the newest condensation <= upto, the newest overall)."""
@@ -311,8 +315,9 @@ class Session(InspectionQueries):
         self, cid: str, intervals: Sequence[Run], upto: int
     ) -> tuple[list[tuple], list[tuple], tuple | None, int | None]:
         """What a view reads once its intervals are known, in one ``run_all``: the rows
-        (``view_rows``), the interval edges (``view_edges``), the newest summary
-        (``latest_summary``) and the newest request (``last_request``)."""
+        (``VIEW_ROW_COLUMNS`` of each), the interval edges (as ``view_edges``), the newest
+        summary (condensation id, its uid, timestamp, summary, offset) and the newest
+        request's id."""
         rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS)
         edges = self.edge_statements(cid, intervals)
         results = self.run_all([*rows, *edges, (LATEST_SUMMARY, (cid, upto)), (LAST_REQUEST, (cid, upto))])
@@ -341,10 +346,6 @@ class Session(InspectionQueries):
         (``ordered=False`` for an aggregate)."""
         for text, params in self.interval_statements(cid, intervals, select, where, ordered=ordered):
             yield from self.execute(text, params)
-
-    def view_rows(self, cid: str, intervals: Sequence[Run]) -> Iterator[tuple[int, str, bool, str | None]]:
-        """(id, kind, has_thinking, payload or None when not LLM-visible) of every row."""
-        return self.over_intervals(cid, intervals, VIEW_ROW_COLUMNS)
 
     def edge_statements(self, cid: str, intervals: Sequence[Run]) -> list[tuple[str, list[Any]]]:
         out = []
@@ -385,15 +386,7 @@ class Session(InspectionQueries):
             f"GROUP BY llm_response_id"
         )
 
-    def latest_summary(self, cid: str, upto: int) -> tuple[int, str, str, str, int] | None:
-        """(condensation id, its uid, timestamp, summary, offset) of the newest summary."""
-        row = self.execute(LATEST_SUMMARY, (cid, upto)).fetchone()
-        return None if row is None else tuple(row)  # type: ignore[return-value]
-
-    def last_request(self, cid: str, upto: int) -> int | None:
-        return self.one(LAST_REQUEST, (cid, upto))
-
-    # --- token counts (see tokens.py) ----------------------------------------------------
+    # --- token counts (see conversation/tokens.py) -----------------------------------------
 
     def token_counts(self, cid: str, intervals: Sequence[Run]) -> dict[int, int | None]:
         """Every LLM-visible row's cached token count (None: not counted yet)."""

@@ -11,9 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ..events import ActionEvent, Event, OBSERVATION_KINDS
-
-TOOL_KINDS = frozenset({"ActionEvent"}) | OBSERVATION_KINDS
+from ..events import TOOL_KINDS, ActionEvent, Event
 
 
 @dataclass(frozen=True)
@@ -111,7 +109,7 @@ class ListHistory:
 
 @dataclass
 class TailHistory:
-    """History answers from the view query's rows and edge facts (see ``view_query``)."""
+    """History answers from the view query's rows and edge facts (see ``view/query.py``)."""
 
     batch_sizes: dict[str, int]
     spans: dict[int, tuple[int, int]]

@@ -11,17 +11,15 @@ Semantics (see docs/architecture.md):
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, overload
+from typing import Any, Iterator, Sequence, overload
 
 from ..events import Condensation, CondensationRequest, CondensationSummaryEvent, Event
 from .enforcement import Dropped, enforce, manipulation_indices, warn
 from .history import ListHistory
 from .manipulation import ManipulationIndices
 from .query import ViewData
-
-if TYPE_CHECKING:
-    from ..store import Conversation
 
 
 @dataclass
@@ -37,7 +35,6 @@ class View:
     hidden: list[tuple[int, int]] = field(default_factory=list, repr=False)
     # Store ids of events a rewrite (masking) replaced with an in-memory version.
     replaced: frozenset[int] = frozenset()
-    conversation: "Conversation | None" = field(default=None, repr=False, compare=False)
     _indices: ManipulationIndices | None = field(default=None, repr=False, compare=False)
     # Messages are built once per view; a view extended from another (see ViewCache) builds
     # only its new events' messages on top of the other's.
@@ -60,9 +57,15 @@ class View:
         return self.events[i]
 
     @property
-    def ids(self) -> list[int | None]:
-        """Each event's id in the store; None for the summary, which is derived."""
+    def seqs(self) -> list[int | None]:
+        """Each event's sequence number in the store; None for the summary (derived)."""
         return [e.seq for e in self.events]
+
+    @property
+    def ids(self) -> list[int | None]:
+        """Deprecated: ``seqs`` (an event's ``id`` is its external uid)."""
+        warnings.warn("View.ids is deprecated: use View.seqs", DeprecationWarning, stacklevel=2)
+        return self.seqs
 
     # --- condenser support -----------------------------------------------------------
 
@@ -82,6 +85,15 @@ class View:
                 return e
         return None
 
+    def forgotten_positions(self, cond: Condensation) -> list[int]:
+        """Positions of the stored events ``cond`` forgets (by id range or external id)."""
+        uids = set(cond.forgotten_event_ids)
+        runs = cond.forgotten_ranges or []
+        return [
+            i for i, e in enumerate(self.events)
+            if e.seq is not None and (e.id in uids or any(s <= e.seq <= t for s, t in runs))
+        ]
+
     def with_events(self, events: list[Event]) -> "View":
         """A rewritten view (for masking strategies) that keeps this one's flags."""
         mine = {id(e) for e in self.events}
@@ -94,7 +106,6 @@ class View:
             last_condensation=self.last_condensation,
             hidden=self.hidden,
             replaced=self.replaced | replaced,
-            conversation=self.conversation,
         )
 
     def to_messages(
@@ -124,7 +135,7 @@ class View:
         the SDK does; unlike the SDK, each batch's results follow it directly (see
         docs/architecture.md).
         """
-        from ..messages import Options, events_to_turns, turns_to_messages
+        from .messages import Options, events_to_turns, turns_to_messages
 
         if self._messages is None:
             base = self._base

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from ..sdk_env import sdk_python, sdk_venv
 from . import exports

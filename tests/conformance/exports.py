@@ -19,7 +19,7 @@ from pathlib import Path
 from openhands_memory.condensers import LLMSummarizingCondenser, StructuredSummaryCondenser
 from openhands_memory.events import event_from_dict
 from openhands_memory.io.sdk import BUILTIN_TOOLS, export_folder
-from openhands_memory.store import Conversation, EventStore
+from openhands_memory.conversation import Conversation, EventStore
 
 from .trajectories import simulate
 

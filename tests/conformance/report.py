@@ -13,7 +13,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from . import exports
 from .conftest import CASES, CONFIGS, RUNNER, SAVE_DIR, sdk_python

@@ -27,7 +27,7 @@ import pytest
 from openhands_memory.condensers import LLMSummarizingCondenser
 from openhands_memory.errors import NoCondensationAvailable
 from openhands_memory.events import ActionEvent, Condensation, ObservationBase, event_from_dict
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 from openhands_memory.view import View
 
 from .conftest import CASES

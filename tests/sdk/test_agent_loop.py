@@ -18,7 +18,7 @@ from openhands.sdk.event import Condensation
 
 from openhands_memory.cli import cli
 from openhands_memory.inspection import doctor
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 from .agent import open_conversation, scripted_server
 

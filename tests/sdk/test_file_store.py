@@ -13,7 +13,7 @@ from openhands.sdk.event import MessageEvent
 from openhands.sdk.llm import Message, TextContent
 
 from openhands_memory.integrations.openhands_sdk import DatabaseFileStore
-from openhands_memory.store import EventStore
+from openhands_memory.conversation import EventStore
 
 
 def message(text: str) -> MessageEvent:

@@ -31,10 +31,9 @@ from pathlib import Path
 
 from openhands.sdk.io import FileStore
 
-from ...condense import record_calls
-from ...events import Condensation, Event, event_from_json
+from ...conversation import Conversation, EventStore, Writer
+from ...events import Condensation, event_from_json
 from ...storage import Session
-from ...store import Conversation, EventStore
 from . import handoff, paths
 from .paths import (
     BaseState,
@@ -63,8 +62,7 @@ class DatabaseFileStore(FileStore):
         self.conversation_id = str(uuid.UUID(str(conversation_id)))
         self.conversation = Conversation(self.store, self.conversation_id)
         self._guard = threading.RLock()  # one thread at a time; lock() holds it for its block
-        self._held: Session | None = None  # the write transaction lock() holds
-        self._committed: list[tuple[list[Event], list[int]]] = []  # to give the cache on commit
+        self._held: Writer | None = None  # the write transaction lock() holds
         self._blocks: OrderedDict[int, dict[int, tuple[str, str]]] = OrderedDict()
         self._exists = False  # the conversation is known to exist (set on first write)
 
@@ -77,31 +75,26 @@ class DatabaseFileStore(FileStore):
     # --- transactions ------------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self) -> Iterator[Session]:
-        """A write transaction on the conversation, which the SDK's first write creates."""
+    def _transaction(self) -> Iterator[Writer]:
+        """A write transaction on the conversation, which the SDK's first write creates (the
+        conversation's writing context: the cached view learns the events once it commits)."""
         try:
-            with self.store.writing(self.conversation_id) as db:
-                self._ensure_conversation(db)
-                yield db
+            with self.conversation.writing() as w:
+                self._ensure_conversation(w.db)
+                yield w
         except BaseException:
-            self._committed, self._exists = [], False  # rolled back: forget what it did
+            self._exists = False  # rolled back: forget what it did
             raise
-        self._after_commit()
 
     @contextmanager
-    def _writing(self) -> Iterator[Session]:
+    def _writing(self) -> Iterator[Writer]:
         """The held lock's transaction, else a transaction of its own."""
         with self._guard:
             if self._held is not None:
                 yield self._held
                 return
-            with self._transaction() as db:
-                yield db
-
-    def _after_commit(self) -> None:
-        done, self._committed = self._committed, []
-        for events, seqs in done:
-            self.conversation.committed(events, seqs)
+            with self._transaction() as w:
+                yield w
 
     def _ensure_conversation(self, db: Session) -> None:
         if self._exists:  # conversations are deleted only by this store's delete("")
@@ -115,7 +108,7 @@ class DatabaseFileStore(FileStore):
     def _reading(self) -> Iterator[Session]:
         with self._guard:
             if self._held is not None:
-                yield self._held
+                yield self._held.db
                 return
             with self.store.reading() as db:
                 yield db
@@ -131,8 +124,8 @@ class DatabaseFileStore(FileStore):
             if self._held is not None:  # re-entered by the thread that holds it
                 yield
                 return
-            with self._transaction() as db:
-                self._held = db
+            with self._transaction() as w:
+                self._held = w
                 try:
                     yield
                 finally:
@@ -147,14 +140,14 @@ class DatabaseFileStore(FileStore):
             case LengthMarker() | LockFile():
                 return  # the marker is read from the rows; the lock is a transaction
             case BaseState():
-                with self._writing() as db:
-                    db.set_base_state(self.conversation_id, _text(contents, path))
+                with self._writing() as w:
+                    w.db.set_base_state(self.conversation_id, _text(contents, path))
             case EventFile(index=index, uid=uid):
                 self._write_event(index, uid, _text(contents, path))
             case OtherFile(path=clean):
                 data = contents.encode() if isinstance(contents, str) else bytes(contents)
-                with self._writing() as db:
-                    db.put_file(self.conversation_id, clean, data, datetime.now(UTC).isoformat())
+                with self._writing() as w:
+                    w.db.put_file(self.conversation_id, clean, data, datetime.now(UTC).isoformat())
             case Root() | EventsDir():
                 raise IsADirectoryError(f"{path} is a folder, not a file")
 
@@ -165,8 +158,8 @@ class DatabaseFileStore(FileStore):
             event = event.with_note(made.note)  # type: ignore[union-attr]
         if event.id != uid:
             raise ValueError(f"events/{paths.EVENT_NAME.format(index=index, uid=uid)}: the event's id is {event.id}")
-        with self._writing() as db:
-            last = db.last_id(self.conversation_id)
+        with self._writing() as w:
+            last = w.db.last_id(self.conversation_id)
             if index <= last:
                 raise FileExistsError(
                     f"event {index} of conversation {self.conversation_id} is already stored; the log is append-only"
@@ -175,10 +168,10 @@ class DatabaseFileStore(FileStore):
                 raise ValueError(
                     f"event {index} would leave a gap: conversation {self.conversation_id} has {last + 1} events"
                 )
-            seqs = self.conversation.insert(db, [event], [text])
-            if made is not None and made.calls:
-                record_calls(db, self.conversation_id, made.calls, seqs[0])
-            self._committed.append(([event], seqs))
+            if isinstance(event, Condensation):
+                w.condensation(event, calls=made.calls if made is not None else (), payload=text)
+            else:
+                w.append([event], [text])
         self._remember(index, uid, text)
 
     def read(self, path: str) -> str:
@@ -236,8 +229,8 @@ class DatabaseFileStore(FileStore):
             case LengthMarker() | LockFile():
                 return
             case BaseState():
-                with self._writing() as db:
-                    db.set_base_state(self.conversation_id, None)
+                with self._writing() as w:
+                    w.db.set_base_state(self.conversation_id, None)
             case EventFile() | EventsDir():
                 raise PermissionError(f"{path}: events are append-only; delete the conversation instead")
             case Root():
@@ -248,8 +241,8 @@ class DatabaseFileStore(FileStore):
                     self._exists = False
                     self.conversation.views.clear()
             case OtherFile(path=clean):
-                with self._writing() as db:
-                    db.delete_files(self.conversation_id, clean)
+                with self._writing() as w:
+                    w.db.delete_files(self.conversation_id, clean)
 
     def exists(self, path: str) -> bool:
         kind = paths.classify(path)

@@ -17,7 +17,7 @@ from ...events import (
     ObservationEvent,
     UserRejectObservation,
 )
-from ...messages import observation_text
+from ...view.messages import observation_text
 from .shell import shell_files
 from .text import block, clip, content_text, first_meaningful_line, one_line
 from .tools import (

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from . import observations
-from .events import (
+from ..events import (
     ActionEvent,
     AgentErrorEvent,
     CondensationSummaryEvent,

@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .. import ranges
 from ..events import ActionEvent, Condensation, CondensationRequest, Event, ObservationBase
 from ..storage import hidden
-from . import query
-from .enforcement import enforce, warn
-from .history import RowFacts, TailHistory, loop_spans
-from .view import View
+from ..view import View, query
+from ..view.enforcement import enforce, warn
+from ..view.history import RowFacts, TailHistory, loop_spans
 
 if TYPE_CHECKING:
-    from ..store import Conversation
+    from ..storage import Recorder
 
 
 @dataclass
@@ -99,8 +98,9 @@ class ViewCache:
     view equals a fresh query.
     """
 
-    def __init__(self, conversation: "Conversation"):
-        self.conversation = conversation
+    def __init__(self, recorder: "Recorder", conversation_id: str):
+        self.recorder = recorder
+        self.conversation_id = conversation_id
         self.data: query.ViewData | None = None
         self.version: int | None = None
         self.view: View | None = None
@@ -109,11 +109,10 @@ class ViewCache:
         self.new_events: list[Event] = []  # the LLM-visible ones among them
 
     def get(self) -> View:
-        store = self.conversation.store
-        version = store.version(self.conversation.id)
+        version = self.recorder.version(self.conversation_id)
         if self.data is None or version != self.version:
-            with store.reading() as db:
-                self.data = query.load(db, self.conversation.id)
+            with self.recorder.reading() as db:
+                self.data = query.load(db, self.conversation_id)
             self.version = version
             self.view = None
         if self.view is not None and self.new_facts:
@@ -203,7 +202,7 @@ class ViewCache:
                     if counts is not None:
                         data.batch_sizes[rid] = counts.get(rid, 0) + 1
                     else:
-                        with self.conversation.store.reading(snapshot=False) as db:
+                        with self.recorder.reading(snapshot=False) as db:
                             data.batch_sizes.update(db.batch_sizes(data.conversation_id, e.seq, {rid}))
                 else:
                     data.batch_sizes[rid] = data.batch_sizes.get(rid, 0) + 1
@@ -212,7 +211,7 @@ class ViewCache:
         # Every row up to ours is in the cache (ids were consecutive), so the version our
         # transaction left is the one the cache now reflects.
         if self.version is not None:
-            self.version = version if version is not None else self.conversation.store.version(self.conversation.id)
+            self.version = version if version is not None else self.recorder.version(self.conversation_id)
 
     def clear(self) -> None:
         """Forget the cached view: the next ``get`` reads it from the database again."""
@@ -221,15 +220,15 @@ class ViewCache:
 
     def at(self, seq: int) -> View:
         """The view as it stood right after event ``seq`` (not cached)."""
-        with self.conversation.store.reading() as db:
-            return View.from_data(query.load(db, self.conversation.id, seq))
+        with self.recorder.reading() as db:
+            return View.from_data(query.load(db, self.conversation_id, seq))
 
     def _fold_condensation(self, data: query.ViewData, cond: Condensation) -> None:
         """Apply a Condensation we just stored to the cached rows in place: drop the rows it
         hid, move the summary, and ask SQL only for the new hidden runs and interval edges."""
         assert cond.seq is not None
         cid = data.conversation_id
-        with self.conversation.store.reading() as db:
+        with self.recorder.reading() as db:
             runs = hidden.live(db, cid)
             intervals = ranges.complement(runs, cond.seq)
             data.open_loop_at, data.continues_after = query.edges(db, cid, intervals, cond.seq)

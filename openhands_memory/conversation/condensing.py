@@ -1,0 +1,93 @@
+"""What a conversation asks of a condenser, and what one condensing step tells its caller.
+
+A condenser is a strategy (``condensers/``, a layer above): the view and a token source in,
+a View or a Condensation out. The conversation knows it only by this protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Protocol, Sequence
+
+from ..errors import NoCondensationAvailable
+from ..events import Condensation
+from ..view import View
+from ..view.tokens import ESTIMATE, FRESH, CharEstimate, TokenSource, tokens_after
+from .writing import CallRecord
+
+
+class Strategy(Protocol):
+    def condense(self, view: View, tokens: TokenSource) -> View | Condensation: ...
+
+    def take_calls(self) -> Sequence[CallRecord]:
+        """The model calls made since the last take (for the ledger)."""
+        ...
+
+    def model_trouble(self) -> tuple[str | None, bool]:
+        """(the latest model failure in one short line, whether a preview needed the model)."""
+        ...
+
+
+@dataclass(frozen=True)
+class CondenseOutcome:
+    """One run of a strategy on a conversation's view, and what came of it.
+
+    ``result`` is the Condensation (stored as event ``stored_as`` unless a dry run), the view
+    to send (unchanged or rewritten in memory), or None when the model failed (``failure``)
+    or a dry run would need it (``needs_model``); ``error`` is then what the strategy raised.
+    What it forgets and its token figures are worked out when asked (an agent's step never
+    asks), from the view it was made from.
+    """
+
+    view: View  # the view the strategy was given
+    result: View | Condensation | None
+    dry_run: bool = False
+    failure: str | None = None
+    needs_model: bool = False
+    stored_as: int | None = None
+    error: NoCondensationAvailable | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def condensation(self) -> Condensation | None:
+        return self.result if isinstance(self.result, Condensation) else None
+
+    @cached_property
+    def forgotten_ids(self) -> list[int]:
+        """The sequence numbers of the view's events the condensation forgets."""
+        cond = self.condensation
+        if cond is None:
+            return []
+        return [self.view.events[i].seq for i in self.view.forgotten_positions(cond)]  # type: ignore[misc]
+
+    @property
+    def fallback(self) -> str | None:
+        """The hard fallback that made the condensation, if one did."""
+        cond = self.condensation
+        return cond.note.fallback if cond is not None and cond.note is not None else None
+
+    @cached_property
+    def _tokens(self) -> tuple[int | None, int | None, str | None]:
+        cond = self.condensation
+        if cond is None:
+            return None, None, None
+        note = cond.note
+        if note is not None and note.tokens_before is not None and note.tokens_after is not None:
+            return note.tokens_before, note.tokens_after, (note.config or {}).get("tokenizer") or ESTIMATE
+        # The strategy counted nothing: the declared estimate, said as such.
+        estimate = CharEstimate()
+        counts = FRESH.per_event(self.view, estimate)
+        return sum(counts), tokens_after(self.view, cond, counts, estimate), f"{ESTIMATE} estimate"
+
+    @property
+    def tokens_before(self) -> int | None:
+        return self._tokens[0]
+
+    @property
+    def tokens_after(self) -> int | None:
+        return self._tokens[1]
+
+    @property
+    def token_counter(self) -> str | None:
+        """Who counted the tokens: the strategy's tokenizer, or ``chars/4 estimate``."""
+        return self._tokens[2]

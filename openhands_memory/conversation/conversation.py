@@ -1,0 +1,249 @@
+"""One conversation: its events, its cached view, its token counts, and condensing it."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+from ..errors import ConversationNotFound, DuplicateEventId, EventNotFound, MalformedEvent, NoCondensationAvailable
+from ..events import Condensation, CondensationRequest, Event
+from ..storage import END, IntegrityViolation, Session
+from ..storage.codec import decode, event_row
+from ..view import View
+from .cache import ViewCache
+from .condensing import CondenseOutcome, Strategy
+from .tokens import TokenRows
+from .writing import Writer, record_calls
+
+if TYPE_CHECKING:
+    from .store import EventStore
+
+
+class Conversation:
+    """One conversation's events. Sequence numbers (``Event.seq``) are 0, 1, 2, ... assigned
+    inside the write transaction.
+
+    A conversation keeps its latest view (``views``), which its own writes extend, and its
+    token counts cached in rows (``tokens``), which it hands its condensers.
+    """
+
+    def __init__(self, store: "EventStore", id: str):
+        self.store = store
+        self.id = id
+        self.views = ViewCache(store.recorder, id)
+        self.tokens = TokenRows(store.recorder, id)
+
+    def __repr__(self) -> str:
+        return f"Conversation({self.id!r})"
+
+    # --- writing ---------------------------------------------------------------------
+
+    @contextmanager
+    def writing(self, within: Session | None = None) -> Iterator[Writer]:
+        """One write transaction on this conversation (it holds the conversation's id lock):
+        what the block appends commits together, and the cached view learns it once committed.
+
+        ``within``: write inside the caller's transaction instead (which must hold that lock or
+        the whole file's); the cached view is then read again next time, since this
+        conversation cannot know when that transaction commits.
+        """
+        if within is not None:
+            writer = Writer(within, self.id, self.tokens)
+            yield writer
+            writer.finish()
+            self.views.clear()
+            return
+        with self.store.writing(self.id) as db:
+            writer = Writer(db, self.id, self.tokens)
+            yield writer
+            writer.finish()
+        self._committed(writer)
+
+    def _committed(self, writer: Writer) -> None:
+        """Give the events a committed transaction stored their ids, and fold them into the
+        cached view (a bulk load makes it read again)."""
+        if writer.loaded:
+            self.views.clear()
+            return
+        events: list[Event] = []
+        for batch, first in writer.appended:
+            for k, e in enumerate(batch):
+                e.with_seq(first + k)
+            events += batch
+        if events:
+            self.views.extend(events, writer.version)
+
+    def append(self, event: Event) -> int:
+        """Store one event; returns its sequence number."""
+        return self.append_many([event])[0]
+
+    def append_many(self, events: Sequence[Event]) -> list[int]:
+        """Store events in one transaction; returns their sequence numbers. All are stored,
+        or none."""
+        events = list(events)
+        for e in events:
+            if not isinstance(e, Event):
+                raise MalformedEvent(f"expected an Event, got {type(e).__name__}")
+        if not events:
+            return []
+        try:
+            if any(isinstance(e, Condensation) for e in events):
+                with self.writing() as w:
+                    return w.append(events)
+            return self._append_rows(events)
+        except IntegrityViolation:
+            # Explained after the rollback: PostgreSQL refuses further statements in a
+            # transaction that failed.
+            with self.store.reading() as db:
+                self._explain_integrity_error(db, events)
+            raise
+
+    def _append_rows(self, events: list[Event]) -> list[int]:
+        """Events without a Condensation among them (nothing to record beside their rows): the
+        recorder's one-statement append (one round trip on PostgreSQL), rows made before it
+        begins, the ids given inside; then the cached view learns them, as after ``writing``."""
+        count = self.tokens.count_new
+        rows = [event_row(self.id, -1, e, tokens=count(e)) for e in events]
+        got = self.store.recorder.append(self.id, rows, self.views.counts_wanted(events))
+        if got is None:
+            raise ConversationNotFound(self.id)
+        first, version, counts = got
+        for k, e in enumerate(events):
+            e.with_seq(first + k)
+        self.views.extend(events, version, counts)
+        return list(range(first, first + len(events)))
+
+    def _explain_integrity_error(self, db: Session, events: list[Event]) -> None:
+        """Raise the error a refused insert means, judged on what is committed."""
+        if not db.conversation_exists(self.id):
+            raise ConversationNotFound(self.id) from None
+        dup = duplicate_uid(db, self.id, events)
+        if dup is not None:
+            raise DuplicateEventId(self.id, dup) from None
+
+    def request_condensation(self) -> int:
+        """Append a CondensationRequest: the next step must condense (as a context-window
+        error does)."""
+        return self.append(CondensationRequest())
+
+    # --- reading ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        with self.store.reading() as db:
+            return db.last_id(self.id) + 1
+
+    def get(self, seq: int) -> Event:
+        """The event with sequence number ``seq`` (``Event.seq``; its ``id`` is the uid)."""
+        with self.store.reading() as db:
+            row = db.event(self.id, seq)
+        if row is None:
+            raise EventNotFound(self.id, seq)
+        return decode(row[0], row[1], seq)
+
+    def __getitem__(self, seq: int) -> Event:
+        return self.get(seq)
+
+    def events(
+        self,
+        start: int = 0,
+        stop: int | None = None,
+        *,
+        kinds: Iterable[str] | None = None,
+        page: int = 512,
+    ) -> Iterator[Event]:
+        """Events with sequence numbers in ``[start, stop)``, oldest first, read a page at a
+        time.
+
+        Each page is its own short read, so iterating a long history never holds a snapshot
+        open while the caller works.
+        """
+        kind_list = sorted(set(kinds)) if kinds is not None else None
+        cursor = start
+        end = stop if stop is not None else END
+        while True:
+            with self.store.reading() as db:
+                batch = db.event_page(self.id, cursor, end, page, kind_list)
+            for seq, kind, payload in batch:
+                yield decode(kind, payload, seq)
+            if len(batch) < page:
+                return
+            cursor = batch[-1][0] + 1
+
+    def __iter__(self) -> Iterator[Event]:
+        return self.events()
+
+    def view(self, at: int | None = None) -> View:
+        """What the agent sees now, or saw right after event ``at``."""
+        return self.views.get() if at is None else self.views.at(at)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        with self.store.reading() as db:
+            meta = db.metadata(self.id)
+        if meta is None:
+            raise ConversationNotFound(self.id)
+        return meta
+
+    # --- condensing ------------------------------------------------------------------
+
+    def condense(self, condenser: Strategy, *, dry_run: bool = False) -> CondenseOutcome:
+        """Run ``condenser`` on the current view, with this conversation's token counts; a
+        Condensation is stored unless ``dry_run`` (which writes nothing at all).
+
+        Every model call lands in the ledger, even when nothing else is written: failed calls,
+        and calls whose reply went into no stored condensation, with no condensation id. When
+        the model failed or a dry run would need it, the outcome says so (``failure``,
+        ``needs_model``) instead of raising; any other refusal is raised.
+        """
+        view = self.view()
+        result: View | Condensation | None = None
+        error: NoCondensationAvailable | None = None
+        try:
+            if dry_run:
+                with self.tokens.holding_writes():
+                    result = condenser.condense(view, self.tokens)
+            else:
+                result = condenser.condense(view, self.tokens)
+        except NoCondensationAvailable as e:
+            failure, needs_model = condenser.model_trouble()
+            if failure is None and not needs_model:
+                raise
+            error = e
+        finally:
+            calls = list(condenser.take_calls())
+            stored = isinstance(result, Condensation) and not dry_run
+            loose = [c for c in calls if not (stored and c.produced)]
+            if loose and not dry_run:
+                with self.store.writing() as db:  # ledger rows only: no event, no id lock
+                    record_calls(db, self.id, loose, None)
+        seq = None
+        if isinstance(result, Condensation) and not dry_run:
+            with self.writing() as w:
+                seq = w.condensation(result, view=view, calls=[c for c in calls if c.produced])
+        failure, needs_model = condenser.model_trouble()
+        return CondenseOutcome(view, result, dry_run, failure, needs_model, seq, error)
+
+    def step(self, condenser: Strategy) -> View:
+        """The agent-loop helper: condense if needed, store it, and return the view to send
+        to the model (a model failure with nothing to fall back on is raised)."""
+        done = self.condense(condenser)
+        if done.error is not None:
+            raise done.error
+        if done.condensation is not None:
+            return self.view()
+        assert done.result is not None
+        return done.result  # type: ignore[return-value]
+
+
+def duplicate_uid(db: Session, cid: str, events: Iterable[Event], before: int | None = None) -> str | None:
+    """The first external id in ``events`` that repeats within them or is already stored
+    (``before``: only events with smaller ids count as stored)."""
+    seen: set[str] = set()
+    uids = []
+    for e in events:
+        if e.id in seen:
+            return e.id
+        seen.add(e.id)
+        uids.append(e.id)
+    found = db.ids_of(cid, END if before is None else before, uids)
+    return found[0][1] if found else None

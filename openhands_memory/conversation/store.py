@@ -1,0 +1,132 @@
+"""The library's front door: an event store (one database), and its conversations."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from ..database import Durability, Location
+from ..errors import AmbiguousConversation, ConversationExists, ConversationNotFound
+from ..storage import IntegrityViolation, Recorder, Session, open_recorder
+from .conversation import Conversation
+
+if TYPE_CHECKING:
+    import sqlite3
+
+DEFAULT_PATH = "openhands-memory.db"
+
+
+@dataclass(frozen=True)
+class ConversationInfo:
+    id: str
+    created_at: str
+    metadata: dict[str, Any]
+
+
+class EventStore:
+    """One database: open or create it, then work with its conversations.
+
+    ``path_or_url``: an SQLite file path, or a ``postgresql://`` URL. ``readonly``: open an
+    existing database for reading only (nothing is created or written). A store holds one
+    connection (see ``storage.Recorder``), so that it can tell its own writes from other
+    processes' and a step pays for no pool checkout. Use one store per thread or process for
+    parallel work.
+    """
+
+    def __init__(
+        self,
+        path_or_url: str | Path = DEFAULT_PATH,
+        *,
+        durability: Durability = "normal",
+        create: bool = True,
+        readonly: bool = False,
+    ):
+        self.recorder: Recorder = open_recorder(
+            path_or_url, durability=durability, create=create, readonly=readonly
+        )
+        self.location = Location.parse(path_or_url)
+
+    @property
+    def db(self) -> "sqlite3.Connection":
+        """The SQLite connection (for tests and tools that inspect a file directly)."""
+        return self.recorder.conn  # type: ignore[attr-defined]
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.recorder.close()
+
+    def __enter__(self) -> "EventStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EventStore({self.location.label!r})"
+
+    # --- transactions ----------------------------------------------------------------
+
+    def writing(self, conversation_id: str | None = None) -> "AbstractContextManager[Session]":
+        """A write transaction; with a conversation id, it holds that conversation's id lock."""
+        return self.recorder.writing(conversation_id)
+
+    def reading(self, *, snapshot: bool = True) -> "AbstractContextManager[Session]":
+        """A read transaction: one consistent snapshot, released at the end (``snapshot=False``:
+        for a single statement, no transaction around it)."""
+        return self.recorder.reading(snapshot=snapshot)
+
+    def version(self, conversation_id: str) -> Any:
+        """Changes whenever another connection commits a write (see ``Recorder.version``)."""
+        return self.recorder.version(conversation_id)
+
+    # --- conversations ---------------------------------------------------------------
+
+    def create_conversation(
+        self, id: str | None = None, *, metadata: dict[str, Any] | None = None
+    ) -> Conversation:
+        cid = id or str(uuid.uuid4())
+        now = datetime.now(timezone.utc).isoformat()
+        try:
+            with self.writing() as db:
+                db.insert_conversation(cid, now, metadata or {})
+        except IntegrityViolation:
+            raise ConversationExists(cid) from None
+        return Conversation(self, cid)
+
+    def conversation(self, id: str) -> Conversation:
+        if not self.has_conversation(id):
+            raise ConversationNotFound(id)
+        return Conversation(self, id)
+
+    def find_conversation(self, name: str) -> str:
+        """The id ``name`` names: itself, or the one id it is a prefix of."""
+        with self.reading() as db:
+            if db.conversation_exists(name):
+                return name
+            found = db.conversation_ids_like(name, 6) if name else []
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise AmbiguousConversation(name, found)
+        raise ConversationNotFound(name)
+
+    def has_conversation(self, id: str) -> bool:
+        with self.reading(snapshot=False) as db:  # one statement: its own snapshot
+            return db.conversation_exists(id)
+
+    def __contains__(self, id: object) -> bool:
+        return isinstance(id, str) and self.has_conversation(id)
+
+    def conversations(self) -> list[ConversationInfo]:
+        with self.reading() as db:
+            return [ConversationInfo(*row) for row in db.conversations()]
+
+    def delete_conversation(self, id: str) -> None:
+        with self.writing(id) as db:
+            if not db.delete_conversation(id):
+                raise ConversationNotFound(id)

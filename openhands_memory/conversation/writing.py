@@ -1,0 +1,144 @@
+"""The one writing context: a write transaction on a conversation whose appends, condensations
+and ledger rows commit together, and which the conversation's cached view learns once (and
+only once) the transaction has committed.
+
+    with conv.writing() as w:
+        w.append([event])                  # -> its id
+        w.condensation(cond, view=view)    # refused if another condensation landed after view
+
+``w.db`` is the transaction's session, for statements that are no event's (the SDK file
+store's files, the conversation row an import creates).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+
+from ..errors import ConcurrentCondensation, ConversationNotFound
+from ..events import Condensation, Event
+from ..storage import Session, condensations
+from ..storage.codec import event_row
+
+if TYPE_CHECKING:
+    from ..view import View
+    from .tokens import TokenRows
+
+# How a bulk load records a Condensation: the event as stored, and its id -> the event whose
+# ranges are recorded (an import resolves external ids itself, without asking SQL).
+Resolve = Callable[[Condensation, int], Condensation]
+
+
+class ModelCall(Protocol):
+    """What the ledger keeps of one call (``llm.LLMCall``)."""
+
+    model: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: float | None
+    latency_s: float
+    outcome: str
+    error: str | None
+    response_id: str | None
+    attempts: int
+
+
+class CallRecord(Protocol):
+    """One model call for the ``llm_call`` ledger (``condensers.llm_base.LedgerEntry``)."""
+
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def purpose(self) -> str: ...
+    @property
+    def call(self) -> ModelCall: ...
+    @property
+    def produced(self) -> bool: ...
+
+
+def record_calls(db: Session, conversation_id: str, calls: Sequence[CallRecord], condensation_id: int | None) -> None:
+    """Ledger rows for model calls. ``condensation_id`` goes on the calls whose reply went
+    into that condensation (``produced``, which a reply flagged ``bad_response`` can still be
+    when its text was used); None elsewhere."""
+    now = datetime.now(timezone.utc).isoformat()
+    db.insert_llm_calls([
+        (
+            conversation_id, condensation_id if c.produced else None, now, c.strategy, c.purpose,
+            c.call.model, c.call.prompt_tokens, c.call.completion_tokens, c.call.cost_usd,
+            c.call.latency_s, c.call.outcome, c.call.error, c.call.response_id, c.call.attempts,
+        )
+        for c in calls
+    ])
+
+
+class Writer:
+    """What one write transaction on a conversation stores (see the module's docstring)."""
+
+    def __init__(self, db: Session, conversation_id: str, tokens: "TokenRows"):
+        self.db = db
+        self.conversation_id = conversation_id
+        self._tokens = tokens
+        self._next: int | None = None  # the next id, once read (this transaction holds the lock)
+        self.appended: list[tuple[list[Event], int]] = []  # (events, first id): for the cache
+        self.loaded = False  # rows written by ``load``, which the cache does not see
+        self.version: object = None  # what the transaction leaves (Session.touch), once written
+
+    def append(self, events: Sequence[Event], payloads: Sequence[str] | None = None) -> list[int]:
+        """Store events with the next ids (a Condensation with its bookkeeping); their ids.
+        ``payloads``: each event's JSON as the caller holds it (kept byte for byte)."""
+        events = list(events)
+        first = self._insert(events, payloads, None)
+        self.appended.append((events, first))
+        return list(range(first, first + len(events)))
+
+    def load(self, events: Sequence[Event], payloads: Sequence[str | None], resolve: Resolve) -> None:
+        """A bulk load's batch (an import): stored as ``append`` stores them, but the events
+        keep no ids and the cached view is read again after the commit instead of extended,
+        so that a long history is never held in memory."""
+        self._insert(events, payloads, resolve)
+        self.loaded = True
+
+    def condensation(self, cond: Condensation, *, view: "View | None" = None,
+                     calls: Sequence[CallRecord] = (), payload: str | None = None) -> int:
+        """Store ``cond`` with the ledger rows of the calls that made it; its id. With the
+        ``view`` it was made from: refused (``ConcurrentCondensation``, nothing written) when
+        another condensation landed after that view was read. ``payload`` as in ``append``."""
+        if view is not None:
+            latest = self.db.latest_condensation(self.conversation_id)
+            if latest != view.last_condensation:
+                raise ConcurrentCondensation(
+                    f"condensation {latest} landed in conversation {self.conversation_id!r} after "
+                    f"the view (up to event {view.upto}) was read; nothing was written: condense "
+                    "again from a fresh view"
+                )
+        (seq,) = self.append([cond], [payload] if payload is not None else None)
+        if calls:
+            record_calls(self.db, self.conversation_id, calls, seq)
+        return seq
+
+    def _insert(self, events: Sequence[Event], payloads: Sequence[str | None] | None,
+                resolve: Resolve | None) -> int:
+        db, cid = self.db, self.conversation_id
+        if self._next is None:
+            last = db.last_id(cid)
+            if last < 0 and not db.conversation_exists(cid):
+                raise ConversationNotFound(cid)
+            self._next = last + 1
+        first = self._next
+        texts = payloads if payloads is not None else [None] * len(events)
+        count = self._tokens.count_new
+        db.insert_events([
+            event_row(cid, first + k, e, p, tokens=count(e)) for k, (e, p) in enumerate(zip(events, texts))
+        ])
+        for k, e in enumerate(events):
+            if isinstance(e, Condensation):
+                seq = first + k
+                condensations.record(db, cid, seq, resolve(e, seq) if resolve is not None else e)
+        self._next = first + len(events)
+        return first
+
+    def finish(self) -> None:
+        """Inside the transaction, after the caller's block: mark the write for other
+        connections' view caches (see ``Session.touch``)."""
+        if self.appended or self.loaded:
+            self.version = self.db.touch(self.conversation_id)

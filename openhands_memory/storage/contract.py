@@ -1,0 +1,296 @@
+"""What a backend provides: the storage contract, written down.
+
+A recorder (``recorder.Recorder``, an ABC) owns a connection and hands out sessions. A
+session is one transaction's statements: ``Session`` (``session.py`` with its inspection
+mixin) writes them once, with ``?`` placeholders, and a backend's subclass overrides what its
+dialect spells differently. What every session must provide, whatever the backend, is
+``BackendSession``: the driver hooks a backend implements (``Driver``) and the statements the
+layers above call (``Statements``). Nothing above ``storage/`` calls a session method that
+is not listed here (``tests/test_storage_contract.py`` checks that, that both backends'
+sessions provide all of it with these signatures, and runs the statements on both).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkable
+
+from ..ranges import Run
+from .session import END
+
+
+class Driver(Protocol):
+    """What a backend implements or overrides in its ``Session`` subclass."""
+
+    def sql(self, text: str) -> str:
+        """``text`` in the driver's placeholder style."""
+        ...
+
+    def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement; driver errors leave as the library's (``translate``)."""
+        ...
+
+    def executemany(self, text: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run one statement for many rows (PostgreSQL may COPY instead)."""
+        ...
+
+    def run_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple]]:
+        """The rows of each statement, in order; a backend may send them together."""
+        ...
+
+    def translate(self, error: Exception) -> None:
+        """Raise the library's error for a driver error, or return to let it pass."""
+        ...
+
+    def no_index(self, column: str) -> str:
+        """``column`` written so that the planner will not pick an index for it."""
+        ...
+
+    def touch(self, cid: str) -> Any:
+        """Mark this transaction's write to ``cid`` for other connections' view caches, and
+        return the version it leaves (``Recorder.version``), read inside the transaction."""
+        ...
+
+    def file_problems(self, full: bool) -> list[str]:
+        """What the database engine itself finds wrong (an empty list: nothing)."""
+        ...
+
+
+class Statements(Protocol):
+    """Every statement the library runs above ``storage/``, and the storage modules'
+    own (``hidden.py``, ``condensations.py``), grouped as ``session.py`` groups them."""
+
+    # --- conversations ----------------------------------------------------------------
+
+    def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
+        ...
+
+    def conversation_exists(self, cid: str) -> bool:
+        ...
+
+    def conversations(self) -> list[tuple[str, str, dict[str, Any]]]:
+        ...
+
+    def conversation_ids_like(self, prefix: str, limit: int) -> list[str]:
+        ...
+
+    def delete_conversation(self, cid: str) -> bool:
+        ...
+
+    def metadata(self, cid: str) -> dict[str, Any] | None:
+        ...
+
+    def set_metadata(self, cid: str, metadata: dict[str, Any]) -> None:
+        ...
+
+    # --- events -----------------------------------------------------------------------
+
+    def last_id(self, cid: str, upto: int = END) -> int:
+        ...
+
+    def insert_events(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Rows made by ``codec.event_row``."""
+        ...
+
+    def event(self, cid: str, seq: int) -> tuple[str, str] | None:
+        ...
+
+    def event_page(
+        self, cid: str, start: int, stop: int, limit: int, kinds: Sequence[str] | None = None,
+        columns: str = "id, kind, payload",
+    ) -> list[tuple]:
+        """Rows with ids in ``[start, stop)``, oldest first, at most ``limit``."""
+        ...
+
+    def ids_of(self, cid: str, before: int, uids: Sequence[str]) -> list[tuple[int, str]]:
+        """(id, uid) of the events before ``before`` with these external ids."""
+        ...
+
+    # --- condensations ----------------------------------------------------------------
+
+    def insert_condensation(self, cid: str, seq: int, values: Sequence[Any], runs: Sequence[Run]) -> None:
+        """The condensation row (``values``: summary, offset, strategy, reason, config JSON,
+        tokens before, tokens after) and its forgotten ranges."""
+        ...
+
+    def latest_condensation(self, cid: str, upto: int = END) -> int | None:
+        ...
+
+    def forgotten_ranges(self, cid: str) -> list[tuple[int, int, int]]:
+        """(condensation, start, end) of every forgotten range, by condensation then start."""
+        ...
+
+    def condensations_with_ranges(self, cid: str) -> list[tuple[int, int | None, int | None]]:
+        """(condensation, start, end) rows, a condensation without ranges once with NULLs."""
+        ...
+
+    # --- hidden runs (see hidden.py) --------------------------------------------------
+
+    def hidden_live(self, cid: str) -> list[Run]:
+        ...
+
+    def hidden_at(self, cid: str, condensation_id: int) -> list[Run]:
+        ...
+
+    def any_visible(self, cid: str, lo: int, hi: int) -> bool:
+        ...
+
+    def close_hidden(self, cid: str, until: int, starts: Iterable[int]) -> None:
+        ...
+
+    def open_hidden(self, cid: str, since: int, runs: Iterable[Run]) -> None:
+        ...
+
+    def hidden_rows(self, cid: str) -> list[tuple[int, int, int, int | None]]:
+        """(from, start, end, until) of every hidden run row, sorted."""
+        ...
+
+    def replace_hidden(self, cid: str, rows: Iterable[tuple[int, int, int, int | None]]) -> None:
+        ...
+
+    # --- the view (see view/query.py) -------------------------------------------------
+
+    def view_head(self, cid: str, upto: int) -> tuple[int, int | None, int | None, list[Run] | None]:
+        """``view_ends``, and the live hidden runs when they are the ones in force at
+        ``upto`` (no condensation after it), else None."""
+        ...
+
+    def view_tail(
+        self, cid: str, intervals: Sequence[Run], upto: int
+    ) -> tuple[list[tuple], list[tuple], tuple | None, int | None]:
+        """What a view reads once its intervals are known, in one ``run_all``: the rows
+        (``VIEW_ROW_COLUMNS`` of each), the interval edges (as ``view_edges``), the newest
+        summary (condensation id, its uid, timestamp, summary, offset) and the newest
+        request's id."""
+        ...
+
+    def view_edges(self, cid: str, intervals: Sequence[Run]) -> Iterator[tuple[int, int, int | None, Any]]:
+        """For each interval (s, e): the thinking action whose loop the row before s belongs
+        to, if any, and whether row e + 1 is a tool event that would continue a loop."""
+        ...
+
+    def batch_sizes(self, cid: str, upto: int, rids: Iterable[str]) -> dict[str, int]:
+        """How many ActionEvents with id <= upto each response id has (absent: none)."""
+        ...
+
+    # --- token counts (see conversation/tokens.py) ------------------------------------
+
+    def token_counts(self, cid: str, intervals: Sequence[Run]) -> dict[int, int | None]:
+        """Every LLM-visible row's cached token count (None: not counted yet)."""
+        ...
+
+    def set_token_counts(self, cid: str, counts: Iterable[tuple[int, int]]) -> None:
+        ...
+
+    def clear_token_counts(self, cid: str) -> None:
+        ...
+
+    # --- the ledger -------------------------------------------------------------------
+
+    def insert_llm_calls(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Rows in ``INSERT_CALL`` column order."""
+        ...
+
+    # --- what the OpenHands SDK keeps beside events (revision 0005) -------------------
+
+    def base_state(self, cid: str) -> str | None:
+        ...
+
+    def set_base_state(self, cid: str, text: str | None) -> bool:
+        """False when there is no such conversation."""
+        ...
+
+    def file_content(self, cid: str, path: str) -> bytes | None:
+        ...
+
+    def put_file(self, cid: str, path: str, content: bytes, updated_at: str) -> None:
+        ...
+
+    def file_paths(self, cid: str, prefix: str) -> list[str]:
+        """Paths of the conversation's files that start with ``prefix``, in order."""
+        ...
+
+    def delete_files(self, cid: str, path: str) -> int:
+        """Delete the file at ``path`` and every file under ``path/``; how many went."""
+        ...
+
+    # --- inspection: sizes ------------------------------------------------------------
+
+    def event_span(self, cid: str) -> tuple[int, int | None, int | None]:
+        """(rows, lowest id, highest id): the count walks the primary key, nothing else."""
+        ...
+
+    def timestamp_of(self, cid: str, seq: int) -> str | None:
+        ...
+
+    def condensation_count(self, cid: str) -> int:
+        ...
+
+    def visible_counts(self, cid: str, intervals: Sequence[Run]) -> tuple[int, int, int]:
+        """(LLM-visible rows, their cached tokens, how many are counted) in ``intervals``."""
+        ...
+
+    # --- inspection: statistics -------------------------------------------------------
+
+    def condensation_totals(self, ids: Sequence[str] | None) -> list[tuple]:
+        """(strategy, reason, count, tokens before, tokens after) by strategy and reason."""
+        ...
+
+    def forgotten_totals(self, ids: Sequence[str] | None) -> list[tuple]:
+        """(strategy, reason, events forgotten) by strategy and reason."""
+        ...
+
+    def llm_call_totals(self, ids: Sequence[str] | None) -> list[tuple]:
+        """(model, purpose, outcome, calls, prompt, completion tokens, cost, latency)."""
+        ...
+
+    # --- inspection: history ----------------------------------------------------------
+
+    def condensation_rows(self, cid: str, start: int = 0, stop: int = 2**62) -> list[tuple]:
+        """(id, strategy, reason, summary, offset, tokens before, tokens after) in [start, stop)."""
+        ...
+
+    # --- inspection: the doctor -------------------------------------------------------
+
+    def id_gaps(self, cid: str, limit: int = 20) -> list[tuple[int, int]]:
+        """(id, next id) pairs where the next id is not id + 1."""
+        ...
+
+    def unpaired_calls(self, cid: str, after: int = -1) -> list[tuple]:
+        """Tool call ids (of events after ``after``) without exactly one action and one result:
+        (call id, actions, results, first action id, tool name)."""
+        ...
+
+    def result_ids(self, cid: str, call_id: str) -> list[int]:
+        ...
+
+    def condensation_ids(self, cid: str, after: int = -1) -> set[int]:
+        ...
+
+    def kinds_of(self, cid: str, ids: Sequence[int]) -> dict[int, str]:
+        ...
+
+    def condensation_events(self, cid: str, after: int = -1, page: int = 200) -> Iterator[tuple[int, str]]:
+        """(id, payload) of every Condensation event after ``after``, a page at a time."""
+        ...
+
+    def ranges_of(self, cid: str, condensation_id: int) -> list[Run]:
+        ...
+
+    def range_owners(self, cid: str) -> set[int]:
+        """The condensation ids that forgotten ranges point at."""
+        ...
+
+    def insert_ranges(self, cid: str, condensation_id: int, runs: Sequence[Run]) -> None:
+        ...
+
+    def delete_ranges(self, cid: str, condensation_id: int) -> None:
+        ...
+
+
+@runtime_checkable
+class BackendSession(Driver, Statements, Protocol):
+    """What a backend's session provides: its driver hooks and every statement."""
+
+
+DRIVER = tuple(n for n in vars(Driver) if not n.startswith("_"))
+STATEMENTS = tuple(n for n in vars(Statements) if not n.startswith("_"))
