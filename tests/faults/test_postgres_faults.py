@@ -40,7 +40,7 @@ from openhands_memory.errors import (
     StatementCancelled,
     StatementTimeout,
 )
-from openhands_memory.store import EventStore
+from openhands_memory import EventStore
 
 from .. import factories as f
 from ..sdk_shape import sdk_history
@@ -316,11 +316,11 @@ def test_postgres_write_transaction_ended_before_commit_says_nothing_was_written
     store = EventStore(url)
     conv = store.conversation(CONV)
     with pytest.raises(ConnectionLost) as lost:
-        with store.writing(CONV) as db:
+        with conv.writing() as w:
             terminate(url, [store.recorder.conn.info.backend_pid])
             if then == "read":
                 store.has_conversation(CONV)
-            conv.insert(db, [f.user("never committed")])
+            w.append([f.user("never committed")])
     assert "lost while writing" in str(lost.value)
     assert "nothing was written (the server rolled the transaction back)" in str(lost.value)
     assert count(url) == n
