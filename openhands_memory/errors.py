@@ -78,6 +78,16 @@ class NotOurDatabase(SchemaError):
         super().__init__(f"{path} is not an openhands-memory database ({why}); it was left untouched")
 
 
+class SeveralRevisions(SchemaError):
+    """``alembic_version`` holds more than one row: which schema the database has is unknown."""
+
+    def __init__(self, path: str, revisions: list[str]):
+        super().__init__(
+            f"{path} has {len(revisions)} schema revisions in alembic_version ({', '.join(revisions)}), where a "
+            "database has one, so which schema it holds is unknown; it was left untouched"
+        )
+
+
 class PostgresUnavailable(OpenHandsMemoryError):
     """A postgresql:// URL was given, and psycopg 3 is not installed."""
 
