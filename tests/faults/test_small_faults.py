@@ -64,3 +64,54 @@ def test_two_schema_revisions_are_refused_before_anything_is_written(database_ur
     with pytest.raises(SeveralRevisions):
         EventStore(database_url)
     assert _state(database_url) == before
+
+
+# --- a model whose server is not listening -----------------------------------------------------
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed: the kernel refuses connections)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_condense_against_a_server_not_listening_says_it_could_not_connect(tmp_path):
+    """It used to say `server_error (HTTP 500)`: litellm wraps the refused connection as an
+    InternalServerError. No HTTP exchange happened; the line and the ledger say so, and where."""
+    db = tmp_path / "agent.db"
+    with EventStore(db) as store:
+        events = [f.system(), f.user("fix the date parser")]
+        for i in range(15):
+            events += [f.action(f"r{i}", f"call{i}"), f.observation(f"call{i}")]
+        store.create_conversation("c").append_many(events)
+    base = f"http://127.0.0.1:{_closed_port()}/v1"
+    config = tmp_path / "config.toml"
+    config.write_text(f"""
+[condenser]
+type = "llm"
+llm_config = "summarizer"
+max_size = 20
+keep_first = 2
+
+[llm.summarizer]
+model = "openai/test-model"
+api_base = "{base}"
+api_key = "sk-test"
+timeout = 10
+num_retries = 1
+retry_min_wait = 0.01
+retry_max_wait = 0.05
+""")
+    line = run_cli("condense", db, "c", "--config", config).one_error_line()
+    assert f"openai/test-model: connection_error (could not connect to {base}) after 2 attempts" in line, line
+    assert "HTTP" not in line and "server_error" not in line
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        calls = conn.execute("SELECT outcome, error, attempts FROM llm_call").fetchall()
+        assert conn.execute("SELECT COUNT(*) FROM condensation").fetchone()[0] == 0
+    assert [(outcome, attempts) for outcome, _, attempts in calls] == [("connection_error", 2)]
+    assert calls[0][1].startswith(f"could not connect to {base}: ") and "refused" in calls[0][1]
