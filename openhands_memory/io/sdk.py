@@ -250,6 +250,18 @@ def sdk_condensation(
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
+def _require_sdk_tools(target: Path, seq: int, payload: str) -> None:
+    """Refuse a SystemPromptEvent whose tools the SDK cannot load: it reads each as a
+    ToolDefinition, which names its class (``kind``); a tool given as a name and a schema
+    (a legacy trajectory's, or one written by hand) has none, and no class can be made up."""
+    for tool in json.loads(payload).get("tools") or []:
+        if not (isinstance(tool, dict) and isinstance(tool.get("kind"), str)):
+            name = tool.get("name") or tool.get("title") if isinstance(tool, dict) else None
+            raise ImportFailed(target, f"event {seq} (SystemPromptEvent) lists the tool {name or tool!r} without the "
+                                       "SDK's ToolDefinition kind, so the OpenHands SDK could not load the folder; "
+                                       "nothing was written")
+
+
 def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
     """Write ``conversation`` as an SDK conversation folder at ``target`` (new or empty).
 
@@ -284,6 +296,8 @@ def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
                 payload = written
             elif kind == "ActionEvent":
                 tools.setdefault(json.loads(payload).get("tool_name", ""), None)
+            elif kind == "SystemPromptEvent":
+                _require_sdk_tools(target, seq, payload)
             if kind in NON_SDK_KINDS:
                 foreign_kinds.add(kind)
             name = FILE_NAME.format(index=seq, id=uid)
