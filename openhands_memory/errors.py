@@ -13,6 +13,16 @@ class MalformedEvent(OpenHandsMemoryError, ValueError):
     """An event payload is missing a field or has one of the wrong type."""
 
 
+class EventTooLarge(OpenHandsMemoryError, ValueError):
+    """An event's JSON is larger than ``storage.codec.MAX_EVENT_BYTES``: it is never written, so
+    that everything stored can be exported and imported again."""
+
+    def __init__(self, what: str, size: int, limit: int, done: str = "it was not written"):
+        self.size, self.limit = size, limit
+        super().__init__(f"{what} is {size:,} bytes of JSON, more than the {limit:,} bytes ({limit >> 20} MB) "
+                         f"an event may hold; {done}")
+
+
 class UnknownEventKind(MalformedEvent):
     def __init__(self, kind: object, known: Iterable[str]):
         self.kind = kind

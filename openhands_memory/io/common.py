@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, U
 
 from .. import ranges
 from ..storage import IntegrityViolation, condensations
-from ..storage.codec import event_row
+# MAX_EVENT_BYTES: one event (an event file, a JSON Lines line), the bound every write keeps.
+from ..storage.codec import MAX_EVENT_BYTES, event_row
 from ..errors import ConversationExists, MalformedEvent, OpenHandsMemoryError
 from ..events import EVENT_CLASSES, Condensation, Event, event_from_dict
 
@@ -152,7 +153,6 @@ def _at(where: object, line: int | None, column: int | None) -> str:
 # --- bounded reading -------------------------------------------------------------------------
 
 MAX_DEPTH = 200  # pydantic-core's parser refuses JSON nested deeper than this
-MAX_EVENT_BYTES = 64 << 20  # one event: an event file, a JSON Lines line
 MAX_DOCUMENT_BYTES = 1 << 30  # a whole JSON document: a legacy trajectory, a JSON list
 
 

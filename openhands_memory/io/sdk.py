@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import ranges
+from ..storage.codec import check_size
 from ..events import Event
 from .common import MAX_EVENT_BYTES, ImportFailed, load_json, open_regular, parse_event_json, read_bounded
 
@@ -216,6 +217,9 @@ def event_rows(conversation: "Conversation", page: int = 2000) -> Iterator[tuple
     while True:
         with conversation.store.reading() as db:
             rows = db.event_page(conversation.id, cursor, 2**62, page, columns="id, uid, kind, payload")
+        for seq, uid, kind, payload in rows:
+            # Written before the limit was kept on every write: an import could not read it back.
+            check_size(payload, f"event {seq} ({kind}, {uid})", "nothing was exported")
         yield from rows
         if len(rows) < page:
             return

@@ -115,3 +115,74 @@ retry_max_wait = 0.05
         assert conn.execute("SELECT COUNT(*) FROM condensation").fetchone()[0] == 0
     assert [(outcome, attempts) for outcome, _, attempts in calls] == [("connection_error", 2)]
     assert calls[0][1].startswith(f"could not connect to {base}: ") and "refused" in calls[0][1]
+
+
+# --- an event larger than an import reads -------------------------------------------------------
+
+
+def _observation_of_size(size: int):
+    """An observation whose JSON (as stored and exported) is exactly ``size`` bytes (ASCII)."""
+    short = f.observation("c1", "x")
+    pad = size - len(short.model_dump_json(exclude_none=True)) + 1
+    event = f.observation("c1", "x" * pad).model_copy(update={"id": short.id, "timestamp": short.timestamp})
+    assert len(event.model_dump_json(exclude_none=True)) == size  # as stored (storage/codec.py)
+    return event
+
+
+def _count(url: str) -> int:
+    with EventStore(url) as store:
+        return len(list(store.conversation("c").events()))
+
+
+def test_an_event_over_the_limit_is_never_written_and_one_at_it_round_trips(tmp_path):
+    """A 73 MB observation used to be appended and exported, and the export then refused by
+    import (64 MB a line). One limit, kept where every write builds its row: the largest event
+    that can be written is exported and imported again; one byte more is refused by append
+    (library and CLI), naming the event and its size, and nothing is written."""
+    from openhands_memory.errors import EventTooLarge
+    from openhands_memory.storage.codec import MAX_EVENT_BYTES
+
+    db = tmp_path / "a.db"
+    with EventStore(db) as store:
+        conv = store.create_conversation("c")
+        conv.append_many([f.system(), f.action("r1", "c1")])
+        over = _observation_of_size(MAX_EVENT_BYTES + 1)
+        with pytest.raises(EventTooLarge, match=rf"event {over.id} \(ObservationEvent\) is 67,108,865 bytes of "
+                                                r"JSON, more than the 67,108,864 bytes \(64 MB\) an event may hold"):
+            conv.append(over)
+        del over
+        assert len(list(conv.events())) == 2
+        conv.append(_observation_of_size(MAX_EVENT_BYTES))
+    exported = tmp_path / "c.jsonl"
+    run_cli("export", db, "c", "-o", exported).ok()
+    assert max(len(line) for line in exported.read_bytes().splitlines()) == MAX_EVENT_BYTES
+    run_cli("import", tmp_path / "b.db", exported).ok()
+    assert _count(str(tmp_path / "b.db")) == 3
+    # The CLI: the same refusal, one line, nothing written.
+    big = tmp_path / "big.jsonl"
+    big.write_text(_observation_of_size(MAX_EVENT_BYTES + 1).to_json() + "\n")
+    line = run_cli("append", db, "c", big).one_error_line()
+    assert "64 MB" in line
+    assert _count(str(db)) == 3
+
+
+def test_an_old_row_over_the_limit_is_refused_by_export_naming_it(tmp_path):
+    """A database written before the limit may hold a larger event: export refuses it (an
+    import could not read it back) rather than write a file that cannot come back."""
+    import sqlite3
+
+    from openhands_memory.storage.codec import MAX_EVENT_BYTES
+
+    db = tmp_path / "old.db"
+    with EventStore(db) as store:
+        store.create_conversation("c").append_many([f.system(), f.action("r1", "c1"), f.observation("c1")])
+    conn = sqlite3.connect(db)  # as an older version wrote it
+    with conn:
+        conn.execute("UPDATE event SET payload = ? WHERE id = 2",
+                     ('{"kind":"ObservationEvent","pad":"' + "x" * MAX_EVENT_BYTES + '"}',))
+    conn.close()
+    for args in (("-o", tmp_path / "c.jsonl"), ("-f", "openhands", "-o", tmp_path / "folder")):
+        line = run_cli("export", db, "c", *args).one_error_line()
+        assert "event 2 (ObservationEvent, " in line and "bytes of JSON, more than the 67,108,864 bytes" in line
+        assert "nothing was exported" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.db"]
