@@ -27,6 +27,7 @@ from .errors import (
     PostgresUnavailable,
     SchemaTooNew,
     SchemaTooOld,
+    SeveralRevisions,
 )
 
 if TYPE_CHECKING:
@@ -194,6 +195,18 @@ class FileState:
     revision: str | None  # None: no schema yet (a new or empty file)
 
 
+#: Every row of alembic_version (one, in a database of ours).
+REVISION_ROWS = "SELECT version_num FROM alembic_version ORDER BY version_num"
+
+
+def the_revision(label: str, rows: list[Any]) -> str | None:
+    """The one revision ``alembic_version``'s ``rows`` hold (None: none). Two rows are refused,
+    not read as the first: alembic would stamp one and leave the other."""
+    if len(rows) > 1:
+        raise SeveralRevisions(label, [str(r[0]) for r in rows])
+    return rows[0][0] if rows else None
+
+
 def inspect_sqlite_file(path: Path) -> FileState:
     """Judge a file read-only. Refuse anything that is not ours without changing a byte."""
     if path.is_dir():  # before the size test: some file systems report 0 for a folder
@@ -214,14 +227,14 @@ def inspect_sqlite_file(path: Path) -> FileState:
         if "alembic_version" not in tables or not OUR_TABLES <= tables:
             listed = ", ".join(sorted(tables)[:5])
             raise NotOurDatabase(str(path), f"it holds other tables: {listed}")
-        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-        if row is None:
+        revision = the_revision(str(path), conn.execute(REVISION_ROWS).fetchall())
+        if revision is None:
             raise NotOurDatabase(str(path), "it has our tables but no schema revision")
     except sqlite3.DatabaseError as e:
         raise NotOurDatabase(str(path), f"SQLite cannot read it: {e}") from None
     finally:
         conn.close()
-    return FileState(exists=True, revision=row[0])
+    return FileState(exists=True, revision=revision)
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
@@ -264,8 +277,7 @@ def revision_of(location: Location) -> tuple[bool, str | None]:
     with connect_server(location) as conn:
         if conn.execute("SELECT to_regclass('alembic_version')").fetchone()[0] is None:
             return True, None
-        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-    return True, row[0] if row else None
+        return True, the_revision(location.label, conn.execute(REVISION_ROWS).fetchall())
 
 
 def check_revision(label: str, revision: str | None) -> None:
@@ -418,11 +430,11 @@ def judge_server(location: Location, conn: Any, *, create: bool = True) -> None:
     import psycopg
 
     try:
-        found = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        found = conn.execute(REVISION_ROWS).fetchall()
     except psycopg.errors.UndefinedTable:
         pass  # autocommit: the failed statement left no transaction behind
     else:
-        check_revision(location.label, found[0] if found else None)
+        check_revision(location.label, the_revision(location.label, found))
         return
     row = conn.execute(
         "SELECT to_regclass('alembic_version') IS NOT NULL, "
@@ -431,8 +443,8 @@ def judge_server(location: Location, conn: Any, *, create: bool = True) -> None:
     ).fetchone()
     has_revision, tables = row[0], list(row[1])
     if has_revision:
-        found = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-        check_revision(location.label, found[0] if found else None)
+        found = conn.execute(REVISION_ROWS).fetchall()
+        check_revision(location.label, the_revision(location.label, found))
         return
     if tables:
         if OUR_TABLES & set(tables):

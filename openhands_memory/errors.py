@@ -13,6 +13,16 @@ class MalformedEvent(OpenHandsMemoryError, ValueError):
     """An event payload is missing a field or has one of the wrong type."""
 
 
+class EventTooLarge(OpenHandsMemoryError, ValueError):
+    """An event's JSON is larger than ``storage.codec.MAX_EVENT_BYTES``: it is never written, so
+    that everything stored can be exported and imported again."""
+
+    def __init__(self, what: str, size: int, limit: int, done: str = "it was not written"):
+        self.size, self.limit = size, limit
+        super().__init__(f"{what} is {size:,} bytes of JSON, more than the {limit:,} bytes ({limit >> 20} MB) "
+                         f"an event may hold; {done}")
+
+
 class UnknownEventKind(MalformedEvent):
     def __init__(self, kind: object, known: Iterable[str]):
         self.kind = kind
@@ -76,6 +86,16 @@ class SchemaTooNew(SchemaError):
 class NotOurDatabase(SchemaError):
     def __init__(self, path: str, why: str):
         super().__init__(f"{path} is not an openhands-memory database ({why}); it was left untouched")
+
+
+class SeveralRevisions(SchemaError):
+    """``alembic_version`` holds more than one row: which schema the database has is unknown."""
+
+    def __init__(self, path: str, revisions: list[str]):
+        super().__init__(
+            f"{path} has {len(revisions)} schema revisions in alembic_version ({', '.join(revisions)}), where a "
+            "database has one, so which schema it holds is unknown; it was left untouched"
+        )
 
 
 class PostgresUnavailable(OpenHandsMemoryError):

@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -360,14 +361,18 @@ def test_doctor_healthy_and_repairs(tmp_path, demo_db):
         conv.append(f.condensation(ranges=[(2, 5)]))
         conv.append_many([f.action("r4", "c4"), f.action("r4", "c5"), f.observation("c4")])  # c5 never answered
         store.db.execute("DELETE FROM hidden_run")  # out of date
-    out = run("doctor", db, code=1).output
+    out = run("doctor", db, code=1).output  # c5 was just appended: its tool may still be running
+    assert re.search(r"dangling tool call: action 10 \(terminal, c5\) has no result; left alone: it is \d+ s old and "
+                     r"no later action follows it, so its tool may still be running", out), out
+    assert "hidden out of date" in out and "1 can be repaired" in out
+    out = run("doctor", db, "--min-age", "0", code=1).output
     assert "dangling tool call: action 10 (terminal, c5) has no result  [--fix repairs it]" in out
     assert "hidden out of date" in out and "2 can be repaired" in out
     before = digest(db)
-    report = json.loads(run("doctor", db, "--json", code=1).output)
+    report = json.loads(run("doctor", db, "--json", "--min-age", "0", code=1).output)
     assert {p["check"] for p in report["problems"]} == {"dangling tool call", "hidden out of date"}
     assert digest(db) == before  # checking writes nothing
-    out = run("doctor", db, "--fix").output
+    out = run("doctor", db, "--fix", "--min-age", "0").output
     assert "appended an 'interrupted' result for 1 dangling call(s) as event 12" in out
     assert "recomputed the hidden runs" in out and "is healthy" in out
     with EventStore(db) as store:
@@ -383,7 +388,7 @@ def test_doctor_reports_what_it_cannot_fix(tmp_path):
         conv.append_many([f.user(), f.action("r1", "c1"), f.observation("c1"), f.observation("c1"), f.agent_says()])
         store.db.execute("DELETE FROM event WHERE id = 4")
         store.db.execute("UPDATE event SET tool_call_id = 'zz' WHERE id = 1")
-    out = run("doctor", db, "--fix", code=1).output
+    out = run("doctor", db, "--fix", "--min-age", "0", code=1).output
     assert "fixed: c: appended an 'interrupted' result for 1 dangling call(s) as event 4" in out
     assert "problem: c: orphan result: result 2..3 answers c1, which no action made" in out
     assert "problem: c: duplicated result: tool call c1 has 2 results: 2..3" in out

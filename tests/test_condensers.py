@@ -133,7 +133,8 @@ def pair(n: int, text: str | None = None, *, think: bool = False) -> list[Event]
     return [f.action(f"r{n}", f"c{n}", think=think), f.observation(f"c{n}", text)]
 
 
-def browser_pair(n: int, url: str) -> list[Event]:
+def browser_pair(n: int, url: str, *, sdk: bool = False) -> list[Event]:
+    """A browser call and its page; ``sdk``: the page as the SDK writes it, without the URL."""
     call = f"b{n}"
     act = f.action(f"rb{n}", call, tool="browser_navigate", args={"url": url})
     obs = ObservationEvent(
@@ -141,7 +142,7 @@ def browser_pair(n: int, url: str) -> list[Event]:
         tool_call_id=call,
         observation={
             "kind": "BrowserObservation",
-            "url": url,
+            **({} if sdk else {"url": url}),
             "content": [{"type": "text", "text": f"page text of {url}"}],
         },
         action_id=act.id,
@@ -270,6 +271,15 @@ def test_browser_output_respects_attention_window(conv):
     # window 1 keeps only the newest page
     narrow = conv.condense(BrowserOutputCondenser()).result
     assert [("page text" in text_of(narrow[p])) for p in (1, 3, 7, 9)] == [False, False, False, True]
+
+
+def test_browser_output_names_the_url_of_an_sdk_page_from_its_call(conv):
+    """The SDK's BrowserObservation has no URL field: the masked page names its call's."""
+    conv.append_many([*browser_pair(1, "https://example.com/a", sdk=True),
+                      *browser_pair(2, "https://example.com/b", sdk=True)])
+    result = conv.condense(BrowserOutputCondenser()).result
+    assert text_of(result[1]) == "Visited URL https://example.com/a\nContent omitted"
+    assert text_of(result[3]) == "page text of https://example.com/b"
 
 
 @pytest.mark.parametrize(

@@ -75,7 +75,9 @@ def sdk_events() -> list[dict]:
             "action_id": a["id"], "kind": "ObservationEvent",
         })
 
-    add({"source": "agent", "system_prompt": _text("You are a coding agent."), "tools": [{"name": "terminal"}],
+    add({"source": "agent", "system_prompt": _text("You are a coding agent."), "tools": [{"description": "Run a command", "action_type": "TerminalAction",
+                                                                         "observation_type": "TerminalObservation",
+                                                                         "kind": "TerminalTool", "title": "terminal"}],
          "kind": "SystemPromptEvent"})
     add({"source": "user", "llm_message": {"role": "user", "content": [_text("Fix the failing test")],
                                            "thinking_blocks": []},
@@ -535,6 +537,15 @@ def test_legacy_conversation_exports_with_notes_and_comes_back(tmp_path):
     path = tmp_path / "trajectory.json"
     path.write_text(json.dumps(legacy_trajectory()))
     with EventStore(tmp_path / "a.db") as one, EventStore(tmp_path / "b.db") as two:
+        import_path(one, path)
+        # Its system prompt lists an OpenAI function, which the SDK cannot load as a tool.
+        with pytest.raises(ImportFailed, match=r"event 0 \(SystemPromptEvent\) lists the tool .*execute_bash"):
+            sdk.export_folder(one.conversation("trajectory"), tmp_path / "out")
+        assert not (tmp_path / "out").exists() and list(tmp_path.glob(".out*")) == []
+        trajectory = legacy_trajectory()
+        trajectory[0]["args"]["tools"] = []
+        path.write_text(json.dumps(trajectory))
+        one.delete_conversation("trajectory")
         import_path(one, path)
         result = sdk.export_folder(one.conversation("trajectory"), tmp_path / "out")
         assert any("AgentStateChangedEvent" in n and "NullEvent" in n for n in result.notes)

@@ -280,14 +280,16 @@ def test_bad_request_is_not_retried(llm_server: FakeLLMServer) -> None:
     assert (info.value.kind, info.value.call.attempts) == ("error", 1)
 
 
-def test_connection_refused_is_a_server_error() -> None:
+def test_connection_refused_is_a_connection_error_naming_the_address() -> None:
+    """No HTTP exchange happened: no status (litellm says 500), and the address tried."""
     server = FakeLLMServer().start()
     url = server.url
     server.stop()
     config = LLMConfig(model="openai/test-model", api_base=url, api_key="sk-test", num_retries=0)
     with pytest.raises(LLMError) as info:
         complete(config, MESSAGES)
-    assert info.value.kind == "server_error"
+    assert (info.value.kind, info.value.status, info.value.target) == ("connection_error", None, url)
+    assert info.value.brief == f"openai/test-model: connection_error (could not connect to {url}) after 1 attempt"
 
 
 @pytest.mark.parametrize(

@@ -421,62 +421,27 @@ view only the part of a long file you need.
 - Do not commit, push or change git settings unless the user asks.
 - When you are done, say briefly what you changed and how you checked it."""
 
+# The agent's tools as the OpenHands SDK (1.58) writes them in a SystemPromptEvent: a
+# ToolDefinition names its class (``kind``), its action and observation types and its
+# ``title`` (the tool name the model calls); the parameters' schema comes from the action
+# type, so it is not written. The browser is the SDK's BrowserNavigateTool, titled
+# "browser" here (through its annotations, as the SDK allows) as the demo's calls name it.
 TOOLS = [
-    {
-        "name": "terminal",
-        "description": "Run a shell command in a persistent bash session and return its output and exit "
-                       "code. Commands run in the repository's folder unless they change directory.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The command line to run."},
-                "is_input": {"type": "boolean", "description": "Send the text to a command that is "
-                                                               "still running instead."},
-                "timeout": {"type": "number", "description": "Seconds to wait before giving up."},
-            },
-            "required": ["command"],
-        },
-    },
-    {
-        "name": "file_editor",
-        "description": "Look at and change files. `view` prints a file with line numbers (or a folder's "
-                       "contents); `create` writes a new file; `str_replace` swaps one exact, unique "
-                       "piece of text for another; `insert` adds text after a line.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "undo_edit"]},
-                "path": {"type": "string", "description": "An absolute path."},
-                "file_text": {"type": "string"},
-                "old_str": {"type": "string"},
-                "new_str": {"type": "string"},
-                "insert_line": {"type": "integer"},
-                "view_range": {"type": "array", "items": {"type": "integer"}},
-            },
-            "required": ["command", "path"],
-        },
-    },
-    {
-        "name": "browser",
-        "description": "Open a web page and return its text.",
-        "parameters": {
-            "type": "object",
-            "properties": {"url": {"type": "string"}},
-            "required": ["url"],
-        },
-    },
-    {
-        "name": "task_tracker",
-        "description": "Keep the list of steps of the current job and their status (todo, in_progress, done).",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "enum": ["view", "plan"]},
-                "task_list": {"type": "array", "items": {"type": "object"}},
-            },
-            "required": ["command"],
-        },
-    },
+    {"description": "Run a shell command in a persistent bash session and return its output and exit code. "
+                    "Commands run in the repository's folder unless they change directory.",
+     "action_type": "TerminalAction", "observation_type": "TerminalObservation", "kind": "TerminalTool",
+     "title": "terminal"},
+    {"description": "Look at and change files. `view` prints a file with line numbers (or a folder's contents); "
+                    "`create` writes a new file; `str_replace` swaps one exact, unique piece of text for another; "
+                    "`insert` adds text after a line.",
+     "action_type": "FileEditorAction", "observation_type": "FileEditorObservation", "kind": "FileEditorTool",
+     "title": "file_editor"},
+    {"description": "Open a web page and return its text.",
+     "action_type": "BrowserNavigateAction", "observation_type": "BrowserObservation",
+     "annotations": {"title": "browser"}, "kind": "BrowserNavigateTool", "title": "browser"},
+    {"description": "Keep the list of steps of the current job and their status (todo, in_progress, done).",
+     "action_type": "TaskTrackerAction", "observation_type": "TaskTrackerObservation", "kind": "TaskTrackerTool",
+     "title": "task_tracker"},
 ]
 
 
@@ -854,9 +819,11 @@ class Story:
                "kind": "FileEditorObservation"}
         return Call("file_editor", args, {**args, "kind": "FileEditorAction"}, obs)
 
-    def browse(self, url: str, title: str, text: str) -> Call:
+    def browse(self, url: str, text: str) -> Call:
+        # The SDK's BrowserObservation has no url or title (it forbids other fields): the
+        # page text says them.
         obs = {"content": [{"cache_prompt": False, "type": "text", "text": text}], "is_error": False,
-               "url": url, "title": title, "kind": "BrowserObservation"}
+               "kind": "BrowserObservation"}
         return Call("browser", {"url": url}, {"url": url, "new_tab": False, "kind": "BrowserNavigateAction"}, obs)
 
     def plan(self, tasks: list[tuple[str, str]]) -> Call:
@@ -1091,8 +1058,7 @@ def tell(s: Story) -> None:  # noqa: C901 - a story is long
     ]))
     t("The standard library may already parse these strings. Let me check what `datetime.fromisoformat` "
       "accepts in current Python.",
-      s.browse("https://docs.python.org/3/library/datetime.html#datetime.datetime.fromisoformat",
-               "datetime — Basic date and time types", PAGE),
+      s.browse("https://docs.python.org/3/library/datetime.html#datetime.datetime.fromisoformat", PAGE),
       think="fromisoformat could replace the strptime loop entirely, but the user still supports 3.9, where "
             "it rejects 'Z' and odd fraction lengths. Let me read what changed in 3.11 before deciding.")
     t("Let me see how fromisoformat behaves here on the inputs from the tests.",

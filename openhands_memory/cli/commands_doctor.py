@@ -35,10 +35,10 @@ def _progress(label: str):
     return update, finish
 
 
-def run_check(store, full: bool) -> checks.Report:
+def run_check(store, full: bool, min_age: float) -> checks.Report:
     update, finish = _progress("checking" + (" everything" if full else ""))
     try:
-        return checks.check(store, full=full, progress=update)
+        return checks.check(store, full=full, progress=update, min_age=min_age)
     finally:
         if finish is not None:
             finish()
@@ -49,30 +49,40 @@ def run_check(store, full: bool) -> checks.Report:
 @click.option("--full", is_flag=True,
               help="Check everything over the whole history (the file, every tool call and condensation).")
 @click.option("--fix", is_flag=True, help="Repair what can be repaired, in one transaction.")
+@click.option("--min-age", type=click.FloatRange(min=0), default=checks.DEFAULT_MIN_AGE, show_default=True,
+              metavar="SECONDS",
+              help="Answer a dangling call of a conversation's newest batch only once it is this old: until then "
+                   "its tool may still be running. 0: every dangling call (no agent is running).")
 @output_format("text", "json", default="text")
-def doctor(db: str, full: bool, fix: bool, fmt: str) -> None:
+def doctor(db: str, full: bool, fix: bool, min_age: float, fmt: str) -> None:
     """Check DB: id gaps, tool calls and results, condensation bookkeeping.
 
     Quick by default: what an agent resuming a conversation relies on, at a cost that follows
     the tail. --full: everything, over the whole history, and SQLite's own integrity checks.
     Exit status 0 when healthy, 1 when problems remain.
 
+    --fix runs beside live agents: it checks again, under each conversation's write lock,
+    what it repairs, and answers a call with no result ("interrupted") only when the agent
+    has moved on past it or the call is --min-age old; it says which calls it left, and why.
+
     \b
     Example:
       openhands-memory doctor agent.db
       openhands-memory doctor agent.db --full --fix
     """
-    report = run_check(open_reader(db), full)
+    report = run_check(open_reader(db), full, min_age)
     if fix and report.plans:
         store = open_store(db)
-        fixed = checks.repair(store, report)
-        report = run_check(store, full)
-        report.fixed = fixed
+        done = checks.repair(store, report)
+        report = run_check(store, full, min_age)
+        report.fixed, report.left = done.fixed, done.left
     if fmt == "json":
         echo_json(report.as_dict())
     else:
         for line in report.fixed:
             click.echo(f"fixed: {line}")
+        for line in report.left:
+            click.echo(f"left: {line}")
         for p in report.problems:
             where = f"{p.conversation}: " if p.conversation is not None else ""
             mark = "  [--fix repairs it]" if p.fixable else ""

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ..events import ObservationEvent
+from ..events import ActionEvent, ObservationEvent
 from ..settings import settings
 from ..view import View
 from ..view.tokens import FRESH, TokenSource
@@ -28,11 +28,15 @@ class BrowserOutputCondenser(Condenser):
     def condense(self, view: View, tokens: TokenSource = FRESH) -> View:
         seen = 0
         out = list(view.events)
+        # The SDK's BrowserObservation carries no URL: its action does.
+        asked = {e.tool_call_id: str(e.action.get("url") or "") for e in out
+                 if isinstance(e, ActionEvent) and isinstance(e.action, dict)}
         for i in range(len(out) - 1, -1, -1):
             e = out[i]
             url = e.browser_url if isinstance(e, ObservationEvent) else None
             if url is None:
                 continue
+            url = url or asked.get(e.tool_call_id, "")
             if seen >= self.attention_window:
                 out[i] = masked(e, omitted(url))
             seen += 1

@@ -13,14 +13,25 @@ Two depths:
 Repairs (``repair``): a synthetic AgentErrorEvent "interrupted" result appended for each call
 without a result anywhere; missing condensation rows and ranges rebuilt from the event's
 JSON; stray ranges deleted; hidden runs recomputed. Id gaps, orphan or repeated results and a
-damaged file are reported only. Repair a conversation no agent is running: a call the agent
-is still executing would look unanswered.
+damaged file are reported only.
+
+Repairs run beside live agents, so they never act on what the check saw: the repair is one
+write transaction that holds each conversation's write lock and checks again, under that
+lock, everything it is about to repair (a result that landed since the check leaves its call
+alone). And a call without a result may be one an agent is still executing — its result
+would then land after ours, a second result no repair can take back. So a dangling call is
+repaired only when its agent has moved on (an action of a later LLM response follows it) or
+when it is at least ``min_age`` seconds old (its event's timestamp; ``DEFAULT_MIN_AGE``);
+otherwise it is reported, saying why it is left. ``min_age=0`` repairs every dangling call:
+for a database no agent is writing to.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import ranges
@@ -31,6 +42,12 @@ if TYPE_CHECKING:
     from ..conversation import EventStore
 
 INTERRUPTED = "interrupted: the tool call never got a result (added by openhands-memory doctor --fix)"
+
+#: How old (seconds) a dangling call of a conversation's newest batch must be before a repair
+#: answers it: until then its tool may still be running. Tools run for minutes (a build, a
+#: test suite; the SDK's terminal has no overall limit), and a result written while one runs
+#: becomes a duplicate; a crashed agent's call waits ten minutes, or ``min_age=0``.
+DEFAULT_MIN_AGE = 600.0
 
 #: ``progress(conversations done, conversations in all)``, called as the checks go.
 Progress = Callable[[int, int], None]
@@ -67,6 +84,8 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     plans: dict[str, Plan] = field(default_factory=dict)
     fixed: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)  # see Repaired
+    min_age: float = DEFAULT_MIN_AGE
 
     @property
     def healthy(self) -> bool:
@@ -75,7 +94,7 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         return {"healthy": self.healthy, "mode": "full" if self.full else "quick",
                 "conversations": self.conversations, "events": self.events, "fixed": self.fixed,
-                "problems": [asdict(p) for p in self.problems]}
+                "left": self.left, "problems": [asdict(p) for p in self.problems]}
 
 
 def expected_runs(db: Session, cid: str, seq: int, payload: str) -> list[ranges.Run]:
@@ -97,13 +116,45 @@ def _ids(db: Session, cid: str, problems: list[Problem]) -> int:
     return count
 
 
-def _calls(db: Session, cid: str, after: int, problems: list[Problem], plan: Plan) -> None:
+def _age(stamp: str | None, now: float) -> float | None:
+    """Seconds since ``stamp`` (an event's ISO timestamp; naive ones are local time, as the
+    SDK writes them), or None when it cannot be read."""
+    try:
+        return now - datetime.fromisoformat(stamp).timestamp()  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def may_be_running(db: Session, cid: str, action_id: int, now: float, min_age: float) -> str | None:
+    """Why the dangling call of action ``action_id`` may be one its agent is still executing
+    (see the module's docstring), or None when a result written for it cannot race one."""
+    if min_age <= 0:
+        return None
+    _, stamp, moved_on = db.action_batch(cid, action_id)
+    if moved_on:
+        return None
+    age = _age(stamp, now)
+    if age is None:
+        return f"its timestamp ({stamp}) gives no age, and no later action follows it, so its tool may still be running"
+    if age < min_age:
+        return (f"it is {max(age, 0):.0f} s old and no later action follows it, so its tool may still be running "
+                f"(--fix answers it once it is {min_age:g} s old; --min-age 0 if no agent is running)")
+    return None
+
+
+def _calls(db: Session, cid: str, after: int, problems: list[Problem], plan: Plan, min_age: float) -> None:
+    now = time.time()
     for call_id, actions, results, first_action, tool in db.unpaired_calls(cid, after):
         rids = db.result_ids(cid, call_id) if results else []
         if actions and not results:
+            running = may_be_running(db, cid, first_action, now, min_age)
+            what = f"action {first_action} ({tool}, {call_id}) has no result"
+            if running:
+                problems.append(Problem(cid, "dangling tool call", f"{what}; left alone: {running}", False,
+                                        [first_action]))
+                continue
             plan.dangling.append((first_action, call_id, tool or ""))
-            problems.append(Problem(cid, "dangling tool call",
-                                    f"action {first_action} ({tool}, {call_id}) has no result", True, [first_action]))
+            problems.append(Problem(cid, "dangling tool call", what, True, [first_action]))
         elif results and not actions:
             problems.append(Problem(cid, "orphan result",
                                     f"result {ranges.text(rids)} answers {call_id}, which no action made", False, rids))
@@ -162,37 +213,40 @@ def _hidden_latest(db: Session, cid: str, latest: int, previous: int | None, pro
                                 True, [latest]))
 
 
-def check_conversation(db: Session, cid: str, full: bool) -> tuple[list[Problem], Plan, int]:
+def check_conversation(db: Session, cid: str, full: bool,
+                       min_age: float = DEFAULT_MIN_AGE) -> tuple[list[Problem], Plan, int]:
     problems: list[Problem] = []
     plan = Plan()
     count = _ids(db, cid, problems)
     if full:
-        _calls(db, cid, -1, problems, plan)
+        _calls(db, cid, -1, problems, plan, min_age)
         _condensations(db, cid, -1, problems, plan)
         _hidden_full(db, cid, problems, plan)
         return problems, plan, count
     latest = db.latest_condensation(cid)
     if latest is None:
-        _calls(db, cid, -1, problems, plan)
+        _calls(db, cid, -1, problems, plan, min_age)
         return problems, plan, count
     previous = db.latest_condensation(cid, latest - 1)
-    _calls(db, cid, latest, problems, plan)
+    _calls(db, cid, latest, problems, plan, min_age)
     _condensations(db, cid, latest - 1, problems, plan)
     if not plan.missing_rows:
         _hidden_latest(db, cid, latest, previous, problems, plan)
     return problems, plan, count
 
 
-def check(store: "EventStore", *, full: bool = False, progress: Progress | None = None) -> Report:
-    """Check every conversation (quick, or ``full``); see the module's docstring."""
-    report = Report(full)
+def check(store: "EventStore", *, full: bool = False, progress: Progress | None = None,
+          min_age: float = DEFAULT_MIN_AGE) -> Report:
+    """Check every conversation (quick, or ``full``); see the module's docstring. ``min_age``:
+    what a later ``repair`` of the report leaves to a live agent."""
+    report = Report(full, min_age=min_age)
     with store.reading() as db:
         report.problems += [Problem(None, p.split(":", 1)[0], p.split(": ", 1)[-1]) for p in db.file_problems(full)]
         cids = [c for c, _, _ in db.conversations()]
     for k, cid in enumerate(cids):
         # One snapshot per conversation: a long check never holds one over the whole file.
         with store.reading() as db:
-            found, plan, n = check_conversation(db, cid, full)
+            found, plan, n = check_conversation(db, cid, full, min_age)
         report.problems += found
         report.events += n
         if plan:
@@ -203,34 +257,65 @@ def check(store: "EventStore", *, full: bool = False, progress: Progress | None 
     return report
 
 
-def repair(store: "EventStore", report: Report) -> list[str]:
-    """Carry out every plan of ``report`` in one write transaction; what was done."""
+@dataclass
+class Repaired:
+    fixed: list[str] = field(default_factory=list)
+    #: What the check had planned and the repair left, and why (e.g. a result landed since).
+    left: list[str] = field(default_factory=list)
+
+
+def repair(store: "EventStore", report: Report) -> Repaired:
+    """Carry out the plans of ``report`` in one write transaction. Each conversation's write
+    lock is taken in turn (in id order, so two repairs cannot deadlock) and each planned
+    repair checked again under it: what no longer needs it, or may race a live agent, is
+    left, saying why."""
     from ..events import AgentErrorEvent, event_from_json
     from ..storage import condensations
     from ..conversation import Conversation
 
-    done: list[str] = []
+    out = Repaired()
+    done, left = out.fixed, out.left
+    now = time.time()
     with store.writing() as db:
-        for cid, plan in report.plans.items():
+        for cid in sorted(report.plans):
+            plan = report.plans[cid]
+            db.hold(cid)
+            rows = db.condensation_ids(cid) if plan.missing_rows or plan.stray_ranges else set()
+            rebuild = plan.hidden_wrong
             for cond in plan.stray_ranges:
-                db.delete_ranges(cid, cond)
-                done.append(f"{cid}: deleted the ranges of missing condensation {cond}")
+                if cond not in rows:
+                    db.delete_ranges(cid, cond)
+                    done.append(f"{cid}: deleted the ranges of missing condensation {cond}")
+                    rebuild = True
             for seq in plan.missing_rows:
-                payload = db.event(cid, seq)[1]  # type: ignore[index]
-                condensations.record(db, cid, seq, event_from_json(payload))  # type: ignore[arg-type]
-                done.append(f"{cid}: rebuilt the condensation row of event {seq} from its JSON")
+                if seq not in rows:
+                    payload = db.event(cid, seq)[1]  # type: ignore[index]
+                    condensations.record(db, cid, seq, event_from_json(payload))  # type: ignore[arg-type]
+                    done.append(f"{cid}: rebuilt the condensation row of event {seq} from its JSON")
+                    rebuild = True
             for seq, runs in plan.missing_ranges.items():
-                db.insert_ranges(cid, seq, runs)
-                done.append(f"{cid}: recorded the ranges condensation {seq} forgets ({ranges.count(runs)} events)")
-            if plan.missing_rows or plan.missing_ranges or plan.stray_ranges or plan.hidden_wrong:
+                if not db.ranges_of(cid, seq):
+                    db.insert_ranges(cid, seq, runs)
+                    done.append(f"{cid}: recorded the ranges condensation {seq} forgets ({ranges.count(runs)} events)")
+                    rebuild = True
+            if rebuild:
                 changed = hidden.rebuild(db, cid)
                 if changed:
                     done.append(f"{cid}: recomputed the hidden runs ({changed} row(s) changed)")
-            if plan.dangling:
-                errors = [AgentErrorEvent(tool_name=tool or "unknown", tool_call_id=call, error=INTERRUPTED)
-                          for _, call, tool in plan.dangling]
+            errors = []
+            for action, call, tool in plan.dangling:
+                answered = db.result_ids(cid, call)
+                running = None if answered else may_be_running(db, cid, action, now, report.min_age)
+                if answered:
+                    left.append(f"{cid}: action {action} ({call}): its result landed after the check, as "
+                                       f"event {ranges.text(answered)}; nothing to repair")
+                elif running:
+                    left.append(f"{cid}: action {action} ({call}): {running}")
+                else:
+                    errors.append(AgentErrorEvent(tool_name=tool or "unknown", tool_call_id=call, error=INTERRUPTED))
+            if errors:
                 with Conversation(store, cid).writing(within=db) as w:
                     seqs = w.append(errors)
                 done.append(f"{cid}: appended an 'interrupted' result for {len(errors)} dangling call(s) as "
                             f"event{'s' if len(seqs) > 1 else ''} {ranges.text(seqs)}")
-    return done
+    return out

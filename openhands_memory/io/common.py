@@ -17,6 +17,8 @@ from ..conversation import Conversation, duplicate_uid
 from ..errors import ConversationExists, ConversationNotFound, MalformedEvent, OpenHandsMemoryError
 from ..events import EVENT_CLASSES, Condensation, Event, event_from_dict
 from ..storage import IntegrityViolation
+# MAX_EVENT_BYTES: one event (an event file, a JSON Lines line), the bound every write keeps.
+from ..storage.codec import MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
     from ..conversation import EventStore
@@ -152,7 +154,6 @@ def _at(where: object, line: int | None, column: int | None) -> str:
 # --- bounded reading -------------------------------------------------------------------------
 
 MAX_DEPTH = 200  # pydantic-core's parser refuses JSON nested deeper than this
-MAX_EVENT_BYTES = 64 << 20  # one event: an event file, a JSON Lines line
 MAX_DOCUMENT_BYTES = 1 << 30  # a whole JSON document: a legacy trajectory, a JSON list
 
 

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import ranges
+from ..storage.codec import check_size
 from ..events import Event
 from .common import MAX_EVENT_BYTES, ImportFailed, load_json, open_regular, parse_event_json, read_bounded
 
@@ -216,6 +217,9 @@ def event_rows(conversation: "Conversation", page: int = 2000) -> Iterator[tuple
     while True:
         with conversation.store.reading() as db:
             rows = db.event_page(conversation.id, cursor, 2**62, page, columns="id, uid, kind, payload")
+        for seq, uid, kind, payload in rows:
+            # Written before the limit was kept on every write: an import could not read it back.
+            check_size(payload, f"event {seq} ({kind}, {uid})", "nothing was exported")
         yield from rows
         if len(rows) < page:
             return
@@ -248,6 +252,18 @@ def sdk_condensation(
     if not data.get("llm_response_id"):
         data["llm_response_id"] = f"openhands-memory-condensation-{seq}"
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _require_sdk_tools(target: Path, seq: int, payload: str) -> None:
+    """Refuse a SystemPromptEvent whose tools the SDK cannot load: it reads each as a
+    ToolDefinition, which names its class (``kind``); a tool given as a name and a schema
+    (a legacy trajectory's, or one written by hand) has none, and no class can be made up."""
+    for tool in json.loads(payload).get("tools") or []:
+        if not (isinstance(tool, dict) and isinstance(tool.get("kind"), str)):
+            name = tool.get("name") or tool.get("title") if isinstance(tool, dict) else None
+            raise ImportFailed(target, f"event {seq} (SystemPromptEvent) lists the tool {name or tool!r} without the "
+                                       "SDK's ToolDefinition kind, so the OpenHands SDK could not load the folder; "
+                                       "nothing was written")
 
 
 def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
@@ -284,6 +300,8 @@ def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
                 payload = written
             elif kind == "ActionEvent":
                 tools.setdefault(json.loads(payload).get("tool_name", ""), None)
+            elif kind == "SystemPromptEvent":
+                _require_sdk_tools(target, seq, payload)
             if kind in NON_SDK_KINDS:
                 foreign_kinds.add(kind)
             name = FILE_NAME.format(index=seq, id=uid)

@@ -19,7 +19,10 @@ Outcome vocabulary (``LLMCall.outcome`` and ``LLMError.kind``):
 
 ``ok``             the provider answered with a parseable completion.
 ``rate_limited``   HTTP 429; retried.
-``server_error``   HTTP 5xx, service unavailable, connection failures; retried.
+``server_error``   HTTP 5xx, service unavailable, a connection lost mid-exchange; retried.
+``connection_error`` no connection could be made (refused, unreachable, a name that does
+                   not resolve): no HTTP exchange happened, so there is no status; the
+                   error names the address tried; retried (a server may be starting).
 ``timeout``        no complete answer within ``LLMConfig.timeout`` seconds; retried. The
                    timeout is a deadline for the whole attempt (connecting, sending,
                    and reading the reply to its last byte), not a limit between two

@@ -19,17 +19,22 @@ class DeadlineExceeded(TimeoutError):
 class LLMError(OpenHandsMemoryError):
     """A model call failed for good (after any retries). ``call`` records what it cost."""
 
-    def __init__(self, message: str, *, call: LLMCall, kind: str, status: int | None = None) -> None:
+    def __init__(self, message: str, *, call: LLMCall, kind: str, status: int | None = None,
+                 target: str | None = None) -> None:
         super().__init__(message)
         self.call = call
         self.kind = kind
         self.status = status
+        self.target = target  # connection_error: the address no connection could be made to
 
     @property
     def brief(self) -> str:
         """A short account for one line of output: ``gpt-4o: server_error (HTTP 500) after
-        4 attempts``; the full text is in ``str(self)`` and in the ledger."""
+        4 attempts``, ``gpt-4o: connection_error (could not connect to http://127.0.0.1:9)
+        after 1 attempt``; the full text is in ``str(self)`` and in the ledger."""
         status = f" (HTTP {self.status})" if self.status else ""
+        if self.target:
+            status = f" (could not connect to {self.target})"
         tries = "attempt" if self.call.attempts == 1 else "attempts"
         return f"{self.call.model}: {self.kind}{status} after {self.call.attempts} {tries}"
 
@@ -70,17 +75,42 @@ def status_code(exc: BaseException) -> int | None:
     return code if isinstance(code, int) else None
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes, outermost first (litellm wraps the transport's error)."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not s for s in seen):
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def connect_failure(exc: BaseException) -> BaseException | None:
+    """The transport's error on ``exc``'s chain saying that no connection was made (refused,
+    unreachable, a name that does not resolve), or None. litellm reports it as an
+    InternalServerError with status 500, though no HTTP exchange happened."""
+    try:
+        import httpx  # litellm's (and openai's) transport
+    except ImportError:  # pragma: no cover - litellm depends on it
+        return None
+    return next((e for e in _chain(exc) if isinstance(e, httpx.ConnectError)), None)
+
+
+def connect_target(exc: BaseException, api_base: str | None) -> str:
+    """Where a connection was tried: the configured ``api_base``, else the request's origin."""
+    if api_base:
+        return api_base
+    try:
+        url = exc.request.url  # type: ignore[attr-defined]
+        return f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
+    except (AttributeError, RuntimeError):  # httpx raises RuntimeError for an unset request
+        return "the provider's endpoint"
+
+
 def _caused_by_bad_json(exc: BaseException) -> bool:
     # litellm reports an unparseable 200 body as InternalServerError(500); the real
     # cause, a JSONDecodeError, is still on the exception chain.
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, json.JSONDecodeError):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
+    return any(isinstance(e, json.JSONDecodeError) for e in _chain(exc))
 
 
 def classify_error(exc: BaseException) -> str:
@@ -91,6 +121,8 @@ def classify_error(exc: BaseException) -> str:
     # litellm.Timeout derives from openai's APIConnectionError: test it before server errors.
     if isinstance(exc, (litellm.Timeout, TimeoutError)):
         return "timeout"
+    if connect_failure(exc) is not None:
+        return "connection_error"
     status = status_code(exc)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         return "rate_limited"

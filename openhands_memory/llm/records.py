@@ -9,7 +9,8 @@ from typing import Any
 
 # ``LLMCall.outcome`` and ``LLMError.kind`` (their meanings: the package's docstring).
 OUTCOMES = (
-    "ok", "rate_limited", "server_error", "timeout", "context_window", "bad_response", "error"
+    "ok", "rate_limited", "server_error", "connection_error", "timeout", "context_window", "bad_response",
+    "error",
 )
 
 

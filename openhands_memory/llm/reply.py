@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from .config import LLMConfig
-from .errors import ContextWindowError, LLMError, status_code
+from .errors import ContextWindowError, LLMError, connect_failure, connect_target, status_code
 from .loader import load_litellm
 from .records import LLMCall, LLMReply, ToolCall
 
@@ -118,6 +118,13 @@ def build_reply(config: LLMConfig, response: Any, started: float, attempts: int)
 def failure(
     config: LLMConfig, exc: BaseException, kind: str, started: float, attempts: int
 ) -> LLMError:
+    tries = "attempt" if attempts == 1 else "attempts"
+    refused = connect_failure(exc) if kind == "connection_error" else None
+    if refused is not None:  # no HTTP exchange: no status, and say where it tried
+        target = connect_target(refused, config.api_base)
+        error = f"could not connect to {target}: {refused}"
+    else:
+        target, error = None, _describe(exc, config)
     call = LLMCall(
         model=config.model,
         prompt_tokens=None,
@@ -125,10 +132,9 @@ def failure(
         cost_usd=None,
         latency_s=time.perf_counter() - started,
         outcome=kind,
-        error=_describe(exc, config),
+        error=error,
         attempts=attempts,
     )
     error_cls = ContextWindowError if kind == "context_window" else LLMError
-    tries = "attempt" if attempts == 1 else "attempts"
     message = f"{config.model}: {kind} after {attempts} {tries}: {call.error}"
-    return error_cls(message, call=call, kind=kind, status=status_code(exc))
+    return error_cls(message, call=call, kind=kind, status=None if target else status_code(exc), target=target)

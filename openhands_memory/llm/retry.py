@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .config import LLMConfig
 
-RETRYABLE = frozenset({"rate_limited", "server_error", "timeout"})
+RETRYABLE = frozenset({"rate_limited", "server_error", "connection_error", "timeout"})
 
 
 def _parse_retry_after(value: str) -> float | None:

@@ -4,7 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import EventTooLarge
 from ..events import EVENT_CLASSES, Event
+
+#: The most bytes (UTF-8) of JSON one event may hold. Every write builds its row here, so an
+#: append, the SDK's store, an import and a condensation all refuse a larger event, and an
+#: export never writes a line the import cannot read back (it reads one event, a JSON Lines
+#: line or an SDK event file, with this bound, so that a hostile file cannot exhaust memory).
+#: 64 MB is far past anything a model is shown (the SDK cuts a tool's output to ~50,000
+#: characters) and far below what either database stores in a column (1 GB).
+MAX_EVENT_BYTES = 64 << 20
+
+
+def check_size(payload: str, what: str, done: str = "it was not written") -> None:
+    """Refuse ``payload`` if it is larger than ``MAX_EVENT_BYTES``. A UTF-8 character is at
+    most 4 bytes, so only a string longer than a quarter of the limit is encoded to measure it."""
+    if len(payload) > MAX_EVENT_BYTES // 4:
+        size = len(payload.encode("utf-8", errors="surrogatepass"))
+        if size > MAX_EVENT_BYTES:
+            raise EventTooLarge(what, size, MAX_EVENT_BYTES, done)
 
 EVENT_COLUMNS = (
     "conversation_id", "id", "kind", "source", "timestamp", "uid", "tool_call_id", "tool_name",
@@ -20,6 +38,9 @@ def event_row(
     # Field values live in __dict__; reading them there skips pydantic's __getattr__, which
     # raises (slowly) for the kinds that lack a field.
     fields = event.__dict__
+    if payload is None:
+        payload = event.model_dump_json(exclude_none=True)
+    check_size(payload, f"event {event.id} ({fields['kind']})")
     return (
         conversation_id,
         seq,
@@ -33,7 +54,7 @@ def event_row(
         event.has_thinking,
         type(event).llm_visible,
         tokens,
-        payload if payload is not None else event.model_dump_json(exclude_none=True),
+        payload,
     )
 
 

@@ -263,6 +263,16 @@ class Statements(Protocol):
     def result_ids(self, cid: str, call_id: str) -> list[int]:
         ...
 
+    def action_batch(self, cid: str, action_id: int) -> tuple[str | None, str | None, bool]:
+        """(LLM response id, timestamp, whether an action of a later response follows) of an
+        action: the doctor's test of whether its tool may still be running."""
+        ...
+
+    def hold(self, cid: str) -> None:
+        """Inside a write begun without a conversation's id, hold ``cid``'s write lock until
+        the transaction ends, as ``writing(cid)`` would."""
+        ...
+
     def condensation_ids(self, cid: str, after: int = -1) -> set[int]:
         ...
 

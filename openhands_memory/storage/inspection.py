@@ -127,6 +127,26 @@ class InspectionQueries:
             (cid, call_id),
         )]
 
+    def action_batch(self, cid: str, action_id: int) -> tuple[str | None, str | None, bool]:
+        """(LLM response id, timestamp, whether an action of a later response follows) of the
+        action ``action_id``: the doctor's test of whether its tool may still be running."""
+        response, stamp = self.execute(
+            "SELECT llm_response_id, timestamp FROM event WHERE conversation_id = ? AND id = ?", (cid, action_id)
+        ).fetchone()
+        # An action without a response id is a batch of its own: any later action follows it.
+        other, args = ("", ()) if response is None else (" AND (llm_response_id IS NULL OR llm_response_id != ?)",
+                                                          (response,))
+        later = self.one(
+            f"SELECT MIN(id) FROM event WHERE conversation_id = ? AND id > ? AND kind = 'ActionEvent'{other}",
+            (cid, action_id, *args),
+        )
+        return response, stamp, later is not None
+
+    def hold(self, cid: str) -> None:
+        """Inside a write begun without a conversation's id: hold ``cid``'s write lock until the
+        transaction ends, as ``writing(cid)`` would (SQLite's ``BEGIN IMMEDIATE`` holds the
+        whole file already; PostgreSQL overrides this)."""
+
     def condensation_ids(self, cid: str, after: int = -1) -> set[int]:
         return {r[0] for r in self.all(
             "SELECT id FROM condensation WHERE conversation_id = ? AND id > ?", (cid, after)

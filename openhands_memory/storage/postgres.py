@@ -292,6 +292,13 @@ class PostgresSession(Session):
         self.execute(sql, (cid, seq, *values))
         self.executemany(INSERT_RANGE, [(cid, seq, s, e) for s, e in runs])
 
+    def hold(self, cid: str) -> None:
+        self.execute(LOCK.replace("%s", "?"), (cid,))
+        # The version and last id cached at the transaction's start were another
+        # conversation's (or none): ``touch`` and ``last_id`` ask again for this one.
+        self.version = None
+        self.known_last = None
+
     def touch(self, cid: str) -> Any:
         if self.version is None:  # a write begun without the conversation's id
             self.version = self.one(

@@ -86,6 +86,24 @@ def test_the_log_is_append_only(fs):
     assert fs.list("events") == [f"events/event-00000-{first.id}.json"]
 
 
+def test_an_event_larger_than_an_import_reads_is_refused_by_the_sdks_log(fs):
+    """The SDK's log used to store a 73 MB observation that `import` of its export refused
+    (64 MB an event): the store keeps the one limit every write keeps, and the log goes on."""
+    from openhands_memory.errors import EventTooLarge
+    from openhands_memory.storage.codec import MAX_EVENT_BYTES
+
+    fs.write("base_state.json", "{}")
+    log = EventLog(fs)
+    log.append(message("before"))
+    short = message("x")
+    big = message("x" * (MAX_EVENT_BYTES + 2 - len(short.model_dump_json(exclude_none=True))))
+    with pytest.raises(EventTooLarge, match=rf"event {big.id} \(MessageEvent\) is 67,108,865 bytes of JSON"):
+        log.append(big)
+    del big
+    log.append(message("after"))
+    assert [e.llm_message.content[0].text for e in EventLog(fs)] == ["before", "after"]
+
+
 def test_what_is_written_under_the_lock_commits_together_or_not_at_all(fs, database_url):
     fs.write("base_state.json", "{}")
     a, b = message("a"), message("b")
