@@ -104,7 +104,7 @@ def test_type_loads_with_explicit_values(tmp_path, kind):
         assert defaults[key] != value, f"{key}: pick a non-default value so the test means something"
     if kind in LLM_TYPES:
         assert built.llm_config.model == "gpt-4"
-        assert built.llm_config.api_key == "test-key"
+        assert built.llm_config.api_key_value() == "test-key"
         assert "test-key" not in repr(built) and "test-key" not in str(built.config())
 
 
@@ -204,7 +204,7 @@ def test_llm_config_name_resolves(tmp_path, kind):
     # includes "structured", which OpenHands' section parser did not resolve
     registered(kind)
     built = load_text(tmp_path, section({"type": kind, "llm_config": "condenser_llm"}) + LLM_SECTION)
-    assert built.llm_config.model == "gpt-4" and built.llm_config.api_key == "test-key"
+    assert built.llm_config.model == "gpt-4" and built.llm_config.api_key_value() == "test-key"
 
 
 @pytest.mark.parametrize("kind", LLM_TYPES)
@@ -216,7 +216,7 @@ type = "{kind}"
 llm_config = {{ model = "gpt-4o-mini", api_key = "inline-key", temperature = 0.1 }}
 """)
     assert built.llm_config.model == "gpt-4o-mini"
-    assert built.llm_config.api_key == "inline-key"
+    assert built.llm_config.api_key_value() == "inline-key"
     assert built.llm_config.temperature == 0.1
 
 
@@ -364,7 +364,7 @@ def test_named_llm_sections_inherit_the_base_llm_section(tmp_path):
     from openhands_memory.config import load_condenser
 
     llm = load_condenser(path).llm_config
-    assert (llm.model, llm.api_key, llm.temperature) == ("gpt-4o-mini", "sk-base", 0.0)
+    assert (llm.model, llm.api_key_value(), llm.temperature) == ("gpt-4o-mini", "sk-base", 0.0)
 
 
 def test_llm_config_env_reads_the_environment(tmp_path, monkeypatch):

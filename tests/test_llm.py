@@ -376,7 +376,7 @@ def test_from_env() -> None:
         {"LLM_MODEL": "gpt-4o", "LLM_BASE_URL": "http://h/v1", "LLM_API_KEY": "k1"}
     )
     assert fallback is not None
-    assert (fallback.model, fallback.api_base, fallback.api_key) == ("gpt-4o", "http://h/v1", "k1")
+    assert (fallback.model, fallback.api_base, fallback.api_key_value()) == ("gpt-4o", "http://h/v1", "k1")
     ours = LLMConfig.from_env(
         {
             "LLM_MODEL": "gpt-4o",
@@ -386,7 +386,7 @@ def test_from_env() -> None:
         }
     )
     assert ours is not None
-    assert (ours.model, ours.api_base, ours.api_key) == ("openai/mine", "http://mine/v1", "k2")
+    assert (ours.model, ours.api_base, ours.api_key_value()) == ("openai/mine", "http://mine/v1", "k2")
 
 
 def test_direct_construction_is_validated() -> None:
@@ -406,7 +406,7 @@ def test_direct_construction_is_validated() -> None:
         assert str(info.value) == message
     # An empty string in a TOML file means "not set"; a whole number of seconds is a number.
     config = LLMConfig(model="gpt-4o", api_key="", timeout=5)
-    assert (config.api_key, config.timeout) == (None, 5.0)
+    assert (config.api_key_value(), config.timeout) == (None, 5.0)
 
 
 @settings(max_examples=50, deadline=None)

@@ -48,7 +48,7 @@ def _request_kwargs(
         "model": config.model,
         "messages": _strip_cache_control(messages),
         "api_base": config.api_base,
-        "api_key": config.api_key,
+        "api_key": config.api_key_value(),
         "timeout": config.timeout,
         "temperature": config.temperature,
         "max_tokens": config.max_output_tokens,

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, model_validator
 
 from ..errors import ConfigError
 from ..settings import InvalidSetting, SettingError, settings
@@ -71,15 +71,18 @@ def _model_name(value: str) -> str:
 
 # `api_key = ""` in a TOML file means "not set".
 OptionalText = Annotated[str | None, AfterValidator(lambda value: value or None)]
+# The key is a SecretStr: it shows as '**********' in every repr, log line and traceback, and
+# only ``api_key_value()`` (the one place that hands it to litellm) reads it.
+OptionalSecret = Annotated[SecretStr | None, BeforeValidator(lambda value: value or None)]
 
 
-@settings("LLMConfig", subject="LLMConfig", frozen=True, repr=False)
+@settings("LLMConfig", subject="LLMConfig", frozen=True)
 class LLMConfig:
     """How to reach one model. Times are in seconds."""
 
     model: Annotated[str, AfterValidator(_model_name)]
     api_base: OptionalText = None
-    api_key: OptionalText = None
+    api_key: OptionalSecret = None
     timeout: Annotated[float, Field(gt=0)] = 60.0
     num_retries: Annotated[int, Field(ge=0)] = 3
     retry_min_wait: Annotated[float, Field(ge=0)] = 1.0
@@ -98,18 +101,9 @@ class LLMConfig:
             )
         return self
 
-    def __repr__(self) -> str:
-        # The key must never reach logs, tracebacks or the database, so repr masks it.
-        parts = []
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name == "api_key" and value is not None:
-                parts.append("api_key='***'")
-            else:
-                parts.append(f"{f.name}={value!r}")
-        return f"LLMConfig({', '.join(parts)})"
-
-    __str__ = __repr__
+    def api_key_value(self) -> str | None:
+        """The key itself, for the request to the model (nowhere else)."""
+        return None if self.api_key is None else self.api_key.get_secret_value()
 
     @classmethod
     def from_mapping(cls, name: str, data: Mapping[str, Any], *, where: str | None = None) -> LLMConfig:

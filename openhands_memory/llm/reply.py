@@ -21,8 +21,9 @@ _MAX_ERROR_CHARS = 2000
 
 def _describe(exc: BaseException, config: LLMConfig) -> str:
     text = f"{type(exc).__name__}: {exc}"
-    if config.api_key:
-        text = text.replace(config.api_key, "***")  # providers sometimes echo credentials
+    key = config.api_key_value()
+    if key:
+        text = text.replace(key, "***")  # providers sometimes echo credentials
     if len(text) > _MAX_ERROR_CHARS:
         text = text[: _MAX_ERROR_CHARS - 3] + "..."
     return text
