@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Literal
 from urllib.parse import quote
 
-from . import migrate
+from . import migrate, sqlite_file
 from .errors import (
     DatabaseUnreachable,
     NotOurDatabase,
     PostgresUnavailable,
     SchemaTooNew,
     SchemaTooOld,
+    StorageFault,
 )
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
 Durability = Literal["normal", "full"]
-SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_MAGIC = sqlite_file.SQLITE_MAGIC
 OUR_TABLES = frozenset({"conversation", "event", "condensation", "forgotten_range"})
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
@@ -268,47 +269,45 @@ def current_revision(conn: "Connection") -> str | None:
     return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
-def _remove_database_files(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        try:
-            os.unlink(f"{path}{suffix}")
-        except FileNotFoundError:
-            pass
+@dataclass
+class Build:
+    """A new database being built at ``path`` (a temporary name beside its final one).
+    ``expected``: what the builder committed, counted before it closed its connection; the
+    sealed file must hold exactly that (see ``sqlite_file.seal``)."""
 
+    path: Path
+    expected: sqlite_file.Contents | None = None
 
-def publish(built: Path, path: Path) -> None:
-    """Put the finished file ``built`` at ``path``, which must not exist yet.
-
-    A hard link is atomic and never replaces a file that appeared meanwhile
-    (``FileExistsError``); where links are not supported the file is renamed instead.
-    """
-    try:
-        os.link(built, path)
-    except FileExistsError:
-        raise
-    except OSError as e:
-        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
-            raise
-        if path.exists():
-            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
-        os.rename(built, path)
+    def written_by(self, conn: sqlite3.Connection) -> None:
+        """Count what ``conn`` (the builder's connection, still open) committed."""
+        self.expected = sqlite_file.count(conn)
 
 
 @contextmanager
-def building(path: Path) -> Iterator[Path]:
+def building(path: Path) -> Iterator[Build]:
     """A temporary path beside ``path`` to build a new database in; when the block ends
-    without an error the file is put at ``path`` whole (see ``publish``), otherwise removed.
+    without an error the file is sealed (its WAL checkpointed into it, verified, fsynced) and
+    put at ``path`` whole (``sqlite_file.publish``), otherwise removed with its WAL.
 
-    Whatever happens (an error, a kill), ``path`` either does not exist or holds the
-    finished database: never an empty or half-made file. The caller closes its connections
-    to the temporary file before the block ends.
+    Whatever happens (an error, a full disk, a kill), ``path`` either does not exist or holds
+    the finished database: never an empty, half-made or malformed file. The caller closes its
+    connections to the temporary file before the block ends; a close that failed to
+    checkpoint has left the WAL, which ``seal`` checkpoints again or refuses.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.building")
+    nothing = f"nothing was written ({path} was not created)"
     try:
-        yield tmp
-        publish(tmp, path)
+        build = Build(tmp)
+        yield build
+        sqlite_file.seal(tmp, path, build.expected)
+        sqlite_file.publish(tmp, path)
+    except (StorageFault, sqlite3.Error, OSError) as e:
+        found = sqlite_file.fault(e, path, nothing)
+        if found is None:
+            raise
+        raise found from None
     finally:
-        _remove_database_files(tmp)
+        sqlite_file.remove_database_files(tmp)
 
 
 def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
@@ -342,8 +341,8 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
             create_schema(location)
         else:
             try:
-                with building(location.path) as tmp:
-                    create_schema(Location.parse(tmp))
+                with building(location.path) as build:
+                    create_schema(Location.parse(build.path))
             except FileExistsError:  # another process created it meanwhile: open theirs
                 return open_location(path_or_url, create=False)
     return location

@@ -124,3 +124,20 @@ class QueryTimeout(QueryError, TimeoutError):
 
 class MultipleStatements(QueryError):
     """The read-only SQL interface runs one statement per call."""
+
+
+class StorageFault(OpenHandsMemoryError):
+    """The file system refused what a file needs (space, permission); the message says what
+    became of the write."""
+
+
+class DiskFull(StorageFault):
+    def __init__(self, path: str, outcome: str):
+        self.path = path
+        super().__init__(f"{path}: the disk is full; {outcome}")
+
+
+class ReadOnlyPlace(StorageFault):
+    def __init__(self, path: str, reason: str, outcome: str):
+        self.path = path
+        super().__init__(f"{path} cannot be written: {reason}; {outcome}")

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "condensers", "summarizers", "llm", "config", "condense", "io", "inspection", "integrations", "data",
     )),
     ("conversation and view", ("store", "view", "messages", "observations", "tokens")),
-    ("storage", ("storage", "database", "migrate", "migrations")),
+    ("storage", ("storage", "database", "sqlite_file", "migrate", "migrations")),
     ("events and schema", ("events", "errors", "schema", "ranges", "settings")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(reversed(LAYERS))}
