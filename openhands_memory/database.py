@@ -8,7 +8,6 @@ as "next id = max + 1" can never race another process).
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import sqlite3
@@ -23,6 +22,8 @@ from . import migrate, sqlite_file
 from .errors import (
     DatabaseUnreachable,
     NotOurDatabase,
+    OpenHandsMemoryError,
+    ReadOnlyPlace,
     PostgresUnavailable,
     SchemaTooNew,
     SchemaTooOld,
@@ -161,10 +162,19 @@ def inspect_sqlite_file(path: Path) -> FileState:
         if row is None:
             raise NotOurDatabase(str(path), "it has our tables but no schema revision")
     except sqlite3.DatabaseError as e:
-        raise NotOurDatabase(str(path), f"SQLite cannot read it: {e}") from None
+        raise opening_fault(e, path) or NotOurDatabase(str(path), f"SQLite cannot read it: {e}") from None
     finally:
         conn.close()
     return FileState(exists=True, revision=row[0])
+
+
+READ_OUTCOME = "nothing was changed"
+
+
+def opening_fault(error: BaseException, path: Path) -> OpenHandsMemoryError | None:
+    """What stopped SQLite from opening a file of ours, when the file is not to blame: a full
+    disk, or a place where the -shm (and -wal) SQLite needs beside a WAL file cannot be made."""
+    return sqlite_file.fault(error, path, READ_OUTCOME)
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
@@ -174,19 +184,33 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
     can neither make it see a torn file ("database disk image is malformed") nor stale
     data; ``immutable=1`` would allow both. Writes are refused by ``query_only``.
 
-    Which files it leaves: a WAL database needs ``-wal`` and ``-shm`` beside it while it is
-    open. When the file is writable, the connection opens it read-write (still query-only),
-    so the last connection to close removes both, as SQLite does for any writer. When it is
-    not (someone else's file), ``mode=ro`` is used, and SQLite may leave the two files
-    behind if it had to create them; only when the folder is not writable either, so that no
-    writer can exist (it could not create a ``-wal``), is the file opened ``immutable``.
+    A WAL database needs ``-wal`` and ``-shm`` beside it while it is open, which a reader may
+    have to create (SQLite's "WAL read-only" rules). How it opens, by what the place allows:
+
+    * the folder is writable: read-write when the file is (the last connection to close
+      removes both files, as SQLite does for any writer), else ``mode=ro`` (SQLite may then
+      leave the two files behind if it had to create them);
+    * the folder is not writable (or the mount is read-only), both files exist: they are
+      used as they are (read-write when all three are writable, else ``mode=ro``): a writer
+      may be at work;
+    * the folder is not writable and there is no ``-shm``: no writer can be at work (it could
+      not create one). With no WAL, or an empty one, the file alone is the database and is
+      read ``immutable``. A WAL that holds data needs a ``-shm`` SQLite cannot make there:
+      ``ReadOnlyPlace`` says so (reading the file alone would miss what the WAL holds).
     """
     resolved = path.resolve()
     base = f"file:{quote(str(resolved))}"
-    if os.access(resolved, os.W_OK):
-        uri = base
-    elif Path(f"{resolved}-wal").exists() or os.access(resolved.parent, os.W_OK):
-        uri = f"{base}?mode=ro"
+    wal, shm = sqlite_file.wal_of(resolved), sqlite_file.shm_of(resolved)
+    writable = os.access(resolved, os.W_OK)
+    if sqlite_file.folder_writable(resolved):
+        uri = base if writable else f"{base}?mode=ro"
+    elif wal.exists() and shm.exists():
+        uri = base if writable and os.access(wal, os.W_OK) and os.access(shm, os.W_OK) else f"{base}?mode=ro"
+    elif wal.exists() and wal.stat().st_size > 0:
+        raise ReadOnlyPlace(
+            str(path), f"{sqlite_file.read_only_reason(path) or 'the folder is read-only'}, and the file's WAL ({path}-wal) holds data "
+            "SQLite reads only with a -shm file beside it, which cannot be created there; make the folder "
+            "writable, or copy the file and its -wal elsewhere", READ_OUTCOME)
     else:
         uri = f"{base}?immutable=1"
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
@@ -225,13 +249,22 @@ def connect(path: Path, durability: Durability = "normal") -> sqlite3.Connection
     """A connection set up for an agent's life. Transactions are ours to begin (BEGIN IMMEDIATE
     for writes): pysqlite's implicit BEGIN would defer the write lock."""
     db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-    db.execute("PRAGMA foreign_keys=ON")
-    # 64 MB of page cache (SQLite's default is 2 MB): the uid and batch indexes take random
-    # keys, and re-reading their pages from the OS on every insert halves batched appends.
-    db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    try:
+        db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+        db.execute("PRAGMA foreign_keys=ON")
+        # 64 MB of page cache (SQLite's default is 2 MB): the uid and batch indexes take random
+        # keys, and re-reading their pages from the OS on every insert halves batched appends.
+        db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        if not os.access(path, os.W_OK):  # SQLite would open it read-only without a word
+            raise ReadOnlyPlace(str(path), sqlite_file.read_only_reason(path) or "it is read-only", "nothing was written")
+    except sqlite3.Error as e:
+        db.close()
+        raise sqlite_file.fault(e, path, "nothing was written") or e from None
+    except BaseException:
+        db.close()
+        raise
     return db
 
 
@@ -296,6 +329,8 @@ def building(path: Path) -> Iterator[Build]:
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.building")
     nothing = f"nothing was written ({path} was not created)"
+    if not sqlite_file.folder_writable(path):
+        raise ReadOnlyPlace(str(path), sqlite_file.read_only_reason(path) or "it is read-only", nothing)
     try:
         build = Build(tmp)
         yield build
@@ -306,6 +341,50 @@ def building(path: Path) -> Iterator[Build]:
         if found is None:
             raise
         raise found from None
+    finally:
+        sqlite_file.remove_database_files(tmp)
+
+
+def backup(path: Path, revision: str) -> Path:
+    """A complete copy of the database at ``path`` (its WAL's content included: SQLite's
+    backup API), named ``DB.bak-<revision>-<UTC time>`` beside it, never overwriting an
+    earlier backup.
+
+    The copy is made under a temporary name, checked (``quick_check``), fsynced, and only then
+    given its final name: a killed or failed backup never leaves a file named like a complete
+    one, and a failure removes the partial copy (a full disk is ``DiskFull``).
+    """
+    from datetime import datetime, timezone
+
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    tmp = path.with_name(f".{path.name}.bak-{revision}-{stamp}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial")
+    nothing = "no backup was made and nothing was changed"
+    try:
+        source = connect_readonly(path)
+        try:
+            copy = sqlite3.connect(str(tmp), isolation_level=None)
+            try:
+                source.backup(copy)
+                found = [r[0] for r in copy.execute("PRAGMA quick_check")]
+            finally:
+                copy.close()
+        finally:
+            source.close()
+        if found != ["ok"]:
+            raise StorageFault(f"{path}: the backup copy failed SQLite's check ({'; '.join(found[:3])}); {nothing}")
+        sqlite_file.fsync(tmp)
+        n = 0
+        while True:
+            target = path.with_name(f"{path.name}.bak-{revision}-{stamp}" + (f"-{n}" if n else ""))
+            try:
+                os.link(tmp, target)  # never replaces an earlier backup
+                break
+            except FileExistsError:
+                n += 1
+        sqlite_file.fsync_folder(path.parent)
+        return target
+    except (sqlite3.Error, OSError) as e:
+        raise (sqlite_file.fault(e, path, nothing) or e) from None
     finally:
         sqlite_file.remove_database_files(tmp)
 
@@ -338,7 +417,13 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
         if not location.path.parent.exists():
             raise FileNotFoundError(f"{location.label}: folder {location.path.parent} does not exist")
         if state.exists:
-            create_schema(location)
+            try:
+                create_schema(location)
+            except Exception as e:  # SQLAlchemy's wrapper of the driver's error
+                found = sqlite_file.fault(e, location.path, "the schema was rolled back: nothing was written")
+                if found is None:
+                    raise
+                raise found from None
         else:
             try:
                 with building(location.path) as build:

@@ -128,16 +128,19 @@ class MultipleStatements(QueryError):
 
 class StorageFault(OpenHandsMemoryError):
     """The file system refused what a file needs (space, permission); the message says what
-    became of the write."""
+    became of the write. ``committed``: the write itself had committed (a checkpoint after it
+    failed; the WAL holds it)."""
+
+    committed: bool = False
 
 
 class DiskFull(StorageFault):
-    def __init__(self, path: str, outcome: str):
-        self.path = path
+    def __init__(self, path: str, outcome: str, *, committed: bool = False):
+        self.path, self.committed = path, committed
         super().__init__(f"{path}: the disk is full; {outcome}")
 
 
 class ReadOnlyPlace(StorageFault):
     def __init__(self, path: str, reason: str, outcome: str):
         self.path = path
-        super().__init__(f"{path} cannot be written: {reason}; {outcome}")
+        super().__init__(f"{path}: {reason}; {outcome}")

@@ -35,25 +35,49 @@ def sqlite_code(error: BaseException) -> int | None:
     return None if code is None else code & 0xFF
 
 
-def is_disk_full(error: BaseException) -> bool:
+def is_disk_full(error: BaseException, path: Path | str | None = None) -> bool:
+    """``error`` came from a full disk. SQLite says so (SQLITE_FULL) for its own files, but
+    only "disk I/O error" when the -shm index it maps cannot get its pages: with ``path``,
+    such an error counts when the file system has less than ``LOW_SPACE`` free."""
     if isinstance(error, OSError):
         return error.errno in (errno.ENOSPC, errno.EDQUOT)
-    return sqlite_code(error) == SQLITE_FULL
+    code = sqlite_code(error)
+    return code == SQLITE_FULL or (code == SQLITE_IOERR and path is not None and low_on_space(Path(path)))
+
+
+LOW_SPACE = 1 << 20
+
+
+def low_on_space(path: Path) -> bool:
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < LOW_SPACE
 
 
 def fault(error: BaseException, path: Path | str, outcome: str) -> StorageFault | None:
     """The library's error for a file-system fault behind ``error`` (None: not one).
     ``outcome`` says what became of the write: "nothing was written", ..."""
-    if isinstance(error, DiskFull) or is_disk_full(error):
+    if isinstance(error, DiskFull) or is_disk_full(error, path):
         return DiskFull(str(path), outcome)
     code = sqlite_code(error)
-    if isinstance(error, ReadOnlyPlace) or code == SQLITE_READONLY or (isinstance(error, OSError) and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM)):
-        return ReadOnlyPlace(str(path), read_only_reason(Path(path)), outcome)
+    refused = isinstance(error, OSError) and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+    if isinstance(error, ReadOnlyPlace) or refused or code in (SQLITE_READONLY, SQLITE_CANTOPEN):
+        reason = read_only_reason(Path(path))
+        if reason is None and code == SQLITE_CANTOPEN:
+            return None  # not a read-only place: SQLite's own words say more
+        return ReadOnlyPlace(str(path), reason or "SQLite could not write to it", outcome)
     return None
 
 
-def read_only_reason(path: Path) -> str:
-    """Why ``path`` cannot be written, as far as the file system says."""
+def folder_writable(path: Path) -> bool:
+    """New files can be made beside ``path`` (the folder's permissions and its mount)."""
+    return os.access(path.parent, os.W_OK)
+
+
+def read_only_reason(path: Path) -> str | None:
+    """Why ``path`` cannot be written, as far as the file system says (None: it can)."""
     folder = path.parent
     try:
         if os.statvfs(folder).f_flag & os.ST_RDONLY:
@@ -63,8 +87,8 @@ def read_only_reason(path: Path) -> str:
     if path.exists() and not os.access(path, os.W_OK):
         return "the file is read-only"
     if not os.access(folder, os.W_OK):
-        return f"the folder {folder} is read-only (SQLite needs to create files beside it)"
-    return "SQLite could not write it"
+        return f"the folder {folder} is read-only"
+    return None
 
 
 def wal_of(path: Path) -> Path:
@@ -90,6 +114,7 @@ def checkpoint(conn: sqlite3.Connection, path: Path, *, mode: str = "PASSIVE") -
                                "the copy once there is space")
         if found is None:
             raise
+        found.committed = True
         raise found from None
     return busy == 0 and (log in (-1, done))
 
