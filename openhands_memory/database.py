@@ -21,6 +21,7 @@ from urllib.parse import quote
 from . import migrate, sqlite_file
 from .errors import (
     DatabaseUnreachable,
+    DiskFull,
     NotOurDatabase,
     OpenHandsMemoryError,
     ReadOnlyPlace,
@@ -150,6 +151,7 @@ def inspect_sqlite_file(path: Path) -> FileState:
         header = f.read(20)
     if header[:16] != SQLITE_MAGIC:
         raise NotOurDatabase(str(path), "it is not an SQLite file")
+    before = sqlite_file.companions(path)
     conn = connect_readonly(path)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -162,7 +164,11 @@ def inspect_sqlite_file(path: Path) -> FileState:
         if row is None:
             raise NotOurDatabase(str(path), "it has our tables but no schema revision")
     except sqlite3.DatabaseError as e:
-        raise opening_fault(e, path) or NotOurDatabase(str(path), f"SQLite cannot read it: {e}") from None
+        conn.close()
+        found = opening_fault(e, path)
+        if isinstance(found, DiskFull):
+            sqlite_file.remove_failed_companions(path, before)
+        raise found or NotOurDatabase(str(path), f"SQLite cannot read it: {e}") from None
     finally:
         conn.close()
     return FileState(exists=True, revision=row[0])
@@ -173,7 +179,10 @@ READ_OUTCOME = "nothing was changed"
 
 def opening_fault(error: BaseException, path: Path) -> OpenHandsMemoryError | None:
     """What stopped SQLite from opening a file of ours, when the file is not to blame: a full
-    disk, or a place where the -shm (and -wal) SQLite needs beside a WAL file cannot be made."""
+    disk (SQLite needs room for the -shm index it keeps beside a WAL file, even to read), or a
+    read-only place."""
+    if sqlite_file.is_disk_full(error, path):
+        return DiskFull(str(path), f"SQLite needs room beside it for its -shm file, even to read it; {READ_OUTCOME}")
     return sqlite_file.fault(error, path, READ_OUTCOME)
 
 

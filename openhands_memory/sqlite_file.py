@@ -221,6 +221,28 @@ def publish(built: Path, path: Path) -> None:
     fsync_folder(path.parent)
 
 
+SHM_REGION = 32_768  # the -shm grows in regions of this size; a live connection maps one whole
+
+
+def companions(path: Path) -> tuple[bool, bool]:
+    """Whether ``path``'s -wal and -shm exist (before a connection that may create them)."""
+    return wal_of(path).exists(), shm_of(path).exists()
+
+
+def remove_failed_companions(path: Path, before: tuple[bool, bool]) -> None:
+    """Remove the -wal and -shm a connection that failed for lack of space just created: a
+    -shm short of one region and an empty -wal, which no live connection can be using (a
+    live one maps a whole region of the -shm), so that a failed read leaves nothing behind."""
+    wal, shm = wal_of(path), shm_of(path)
+    try:
+        if not before[1] and shm.exists() and shm.stat().st_size < SHM_REGION:
+            shm.unlink()
+            if not before[0] and wal.exists() and wal.stat().st_size == 0:
+                wal.unlink()
+    except OSError:
+        pass  # the message already says the disk is full; these are tidying
+
+
 def remove_database_files(path: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
         try:
