@@ -222,3 +222,21 @@ def test_doctor_fix(small_tmpfs, inputs, tmp_path, free):
     assert events_in(db) == EVENTS + expected
     run_cli("doctor", db, "--fix")
     assert_healthy(db)
+
+
+def test_a_reader_on_a_full_disk_says_so_and_leaves_nothing(small_tmpfs, inputs):
+    """SQLite needs room for a -shm even to read a WAL file; a full disk is said as such (it
+    used to be "not an openhands-memory database") and the stub -shm is not left behind."""
+    mount = small_tmpfs(4_000_000)
+    db = mount / "a.db"
+    run_cli("import", db, inputs["half"], "-c", "c1").ok()
+    filler = fill(mount, 0)
+    for args in (("conversations", db), ("view", db, "c1"), ("export", db, "c1"), ("stats", db),
+                 ("doctor", db), ("sql", db, "SELECT 1"), ("append", db, "c1", inputs["more"])):
+        run = run_cli(*args)
+        if run.code == 0:  # SQLite found room after all
+            continue
+        disk_full_line(run, db)
+        assert sorted(p.name for p in mount.iterdir()) == ["a.db", "filler"], args
+    filler.unlink()
+    assert events_in(db) == 40
