@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from . import migrate, sqlite_file
 from .errors import (
+    BrokenLink,
     DatabaseUnreachable,
     DiskFull,
     NotOurDatabase,
@@ -141,6 +142,9 @@ class FileState:
 
 def inspect_sqlite_file(path: Path) -> FileState:
     """Judge a file read-only. Refuse anything that is not ours without changing a byte."""
+    broken = sqlite_file.broken_link(path)
+    if broken is not None:
+        raise BrokenLink(str(path), broken)
     if path.is_dir():  # before the size test: some file systems report 0 for a folder
         raise NotOurDatabase(str(path), "it is a directory")
     if path.exists() and not path.is_file():  # /dev/zero reports 0 bytes, and never ends

@@ -144,3 +144,13 @@ class ReadOnlyPlace(StorageFault):
     def __init__(self, path: str, reason: str, outcome: str):
         self.path = path
         super().__init__(f"{path}: {reason}; {outcome}")
+
+
+class BrokenLink(OpenHandsMemoryError):
+    """The database path is a symbolic link that leads nowhere: a loop, or a missing target.
+    Neither readers nor writers follow it (a writer would create a file the user did not
+    name)."""
+
+    def __init__(self, path: str, why: str):
+        self.path = path
+        super().__init__(f"{path} is {why}; nothing was read or written (give the real path, or fix the link)")

@@ -91,6 +91,22 @@ def read_only_reason(path: Path) -> str | None:
     return None
 
 
+def broken_link(path: Path) -> str | None:
+    """What is wrong with ``path`` as a symbolic link that leads to no file (None: it is not
+    one): a loop (a self-link included), or a link to a missing target."""
+    try:
+        os.stat(path)
+        return None
+    except FileNotFoundError:
+        if not path.is_symlink():
+            return None  # a plain missing path: a new database, maybe
+        return f"a dangling symbolic link to {os.readlink(path)}, which does not exist"
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop" + (f" (it points to {os.readlink(path)})" if path.is_symlink() else "")
+        return None  # other errors are told where the file is opened
+
+
 def wal_of(path: Path) -> Path:
     return Path(f"{path}-wal")
 
