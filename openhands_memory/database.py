@@ -349,8 +349,10 @@ def building(path: Path) -> Iterator[Build]:
         yield build
         sqlite_file.seal(tmp, path, build.expected)
         sqlite_file.publish(tmp, path)
-    except (StorageFault, sqlite3.Error, OSError) as e:
-        found = sqlite_file.fault(e, path, nothing)
+    except Exception as e:  # SQLAlchemy's wrapper too (a schema created in the build)
+        # An OSError of the builder's own (an unreadable input) is not about this file.
+        foreign = isinstance(e, OSError) and not sqlite_file.is_disk_full(e)
+        found = None if foreign else sqlite_file.fault(e, path, nothing)
         if found is None:
             raise
         raise found from None

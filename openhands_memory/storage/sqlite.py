@@ -8,11 +8,11 @@ is how a view cache learns that it must read again.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -66,17 +66,20 @@ class SqliteRecorder(Recorder):
         self._wrote = True
         self.conn.execute("BEGIN IMMEDIATE")
 
-    @contextmanager
+    @contextlib.contextmanager
     def writing(self, conversation_id: str | None = None) -> Iterator[Session]:
         """As ``Recorder.writing``; a full disk or a read-only place is the library's one-line
         error (the transaction was rolled back: nothing was written)."""
         try:
             with super().writing(conversation_id) as session:
                 yield session
-        except (sqlite3.Error, OSError) as e:
+        except sqlite3.Error as e:
             found = sqlite_file.fault(e, self.path, "the write was rolled back: nothing was written")
             if found is None:
                 raise
+            # A COMMIT that failed for lack of space may leave the transaction open.
+            with contextlib.suppress(sqlite3.Error):
+                self._rollback(self._session)
             raise found from None
 
     def _begin_read(self, session: Session) -> None:
@@ -101,7 +104,7 @@ class SqliteRecorder(Recorder):
                 return
             self._closed = True
             try:
-                if self._wrote:
+                if self._wrote and not self.conn.in_transaction:  # (an open one is rolled back)
                     sqlite_file.checkpoint(self.conn, self.path)
             finally:
                 self.conn.close()
