@@ -115,15 +115,13 @@ def shm_of(path: Path) -> Path:
     return Path(f"{path}-shm")
 
 
-def checkpoint(conn: sqlite3.Connection, path: Path, *, mode: str = "PASSIVE") -> bool:
-    """Copy what the WAL holds into the file; True when all of it was copied.
-
-    A failure is raised (``DiskFull``: what was committed stays in the WAL, which SQLite
-    keeps), never swallowed as ``close()`` does. PASSIVE does not wait: frames that a reader
-    still needs are left for a later checkpoint (False), which is no fault.
-    """
+def checkpoint(conn: sqlite3.Connection, path: Path) -> None:
+    """Copy what the WAL holds into the file, and raise if that fails (``DiskFull``, with
+    ``committed`` set: the WAL, which SQLite keeps, holds what was committed), where
+    ``close()`` would swallow the failure. PASSIVE does not wait: frames a reader still needs
+    are left for a later checkpoint, which is no fault."""
     try:
-        busy, log, done = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     except sqlite3.Error as e:
         found = fault(e, path, f"every write this command made was committed and is safe in {wal_of(path)}, "
                                f"but could not be copied into {path}; any later command on it finishes "
@@ -132,7 +130,6 @@ def checkpoint(conn: sqlite3.Connection, path: Path, *, mode: str = "PASSIVE") -
             raise
         found.committed = True
         raise found from None
-    return busy == 0 and (log in (-1, done))
 
 
 @dataclass(frozen=True)
@@ -151,7 +148,7 @@ def count(conn: sqlite3.Connection) -> Contents:
     return Contents(conversations, conn.execute("SELECT COUNT(*) FROM event").fetchone()[0])
 
 
-def seal(built: Path, label: Path, expected: Contents | None = None) -> Contents:
+def seal(built: Path, label: Path, expected: Contents | None = None) -> None:
     """Make the file ``built`` whole on its own and prove it, before it is published.
 
     Its WAL is checkpointed into it and emptied (TRUNCATE, with a check of the result), the
@@ -168,7 +165,7 @@ def seal(built: Path, label: Path, expected: Contents | None = None) -> Contents
             conn.execute(f"PRAGMA busy_timeout={_SEAL_BUSY_MS}")
             held = count(conn)
             if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
-                busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
                 if busy:
                     raise StorageFault(f"{label}: another connection holds the new file; {nothing}")
         finally:
@@ -197,7 +194,6 @@ def seal(built: Path, label: Path, expected: Contents | None = None) -> Contents
         raise
     except (sqlite3.Error, OSError) as e:
         raise (fault(e, label, nothing) or StorageFault(f"{label}: {' '.join(str(e).split())}; {nothing}")) from None
-    return on_disk
 
 
 def fsync(path: Path) -> None:
