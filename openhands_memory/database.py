@@ -8,7 +8,6 @@ as "next id = max + 1" can never race another process).
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import sqlite3
@@ -19,15 +18,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Literal
 from urllib.parse import quote
 
-from . import migrate
+from . import migrate, sqlite_file
 from .errors import (
+    BrokenLink,
     ConnectTimeout,
     DatabaseUnreachable,
+    DiskFull,
     NotOurDatabase,
+    OpenHandsMemoryError,
+    ReadOnlyPlace,
     PostgresUnavailable,
     SchemaTooNew,
     SchemaTooOld,
     SeveralRevisions,
+    StorageFault,
 )
 
 if TYPE_CHECKING:
@@ -36,7 +40,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
 Durability = Literal["normal", "full"]
-SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_MAGIC = sqlite_file.SQLITE_MAGIC
 OUR_TABLES = frozenset({"conversation", "event", "condensation", "forgotten_range"})
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
@@ -209,6 +213,9 @@ def the_revision(label: str, rows: list[Any]) -> str | None:
 
 def inspect_sqlite_file(path: Path) -> FileState:
     """Judge a file read-only. Refuse anything that is not ours without changing a byte."""
+    broken = sqlite_file.broken_link(path)
+    if broken is not None:
+        raise BrokenLink(str(path), broken)
     if path.is_dir():  # before the size test: some file systems report 0 for a folder
         raise NotOurDatabase(str(path), "it is a directory")
     if path.exists() and not path.is_file():  # /dev/zero reports 0 bytes, and never ends
@@ -219,6 +226,7 @@ def inspect_sqlite_file(path: Path) -> FileState:
         header = f.read(20)
     if header[:16] != SQLITE_MAGIC:
         raise NotOurDatabase(str(path), "it is not an SQLite file")
+    before = sqlite_file.companions(path)
     conn = connect_readonly(path)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -231,10 +239,26 @@ def inspect_sqlite_file(path: Path) -> FileState:
         if revision is None:
             raise NotOurDatabase(str(path), "it has our tables but no schema revision")
     except sqlite3.DatabaseError as e:
-        raise NotOurDatabase(str(path), f"SQLite cannot read it: {e}") from None
+        conn.close()
+        found = opening_fault(e, path)
+        if isinstance(found, DiskFull):
+            sqlite_file.remove_failed_companions(path, before)
+        raise found or NotOurDatabase(str(path), f"SQLite cannot read it: {e}") from None
     finally:
         conn.close()
     return FileState(exists=True, revision=revision)
+
+
+READ_OUTCOME = "nothing was changed"
+
+
+def opening_fault(error: BaseException, path: Path) -> OpenHandsMemoryError | None:
+    """What stopped SQLite from opening a file of ours, when the file is not to blame: a full
+    disk (SQLite needs room for the -shm index it keeps beside a WAL file, even to read), or a
+    read-only place."""
+    if sqlite_file.is_disk_full(error, path):
+        return DiskFull(str(path), f"SQLite needs room beside it for its -shm file, even to read it; {READ_OUTCOME}")
+    return sqlite_file.fault(error, path, READ_OUTCOME)
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
@@ -244,19 +268,33 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
     can neither make it see a torn file ("database disk image is malformed") nor stale
     data; ``immutable=1`` would allow both. Writes are refused by ``query_only``.
 
-    Which files it leaves: a WAL database needs ``-wal`` and ``-shm`` beside it while it is
-    open. When the file is writable, the connection opens it read-write (still query-only),
-    so the last connection to close removes both, as SQLite does for any writer. When it is
-    not (someone else's file), ``mode=ro`` is used, and SQLite may leave the two files
-    behind if it had to create them; only when the folder is not writable either, so that no
-    writer can exist (it could not create a ``-wal``), is the file opened ``immutable``.
+    A WAL database needs ``-wal`` and ``-shm`` beside it while it is open, which a reader may
+    have to create (SQLite's "WAL read-only" rules). How it opens, by what the place allows:
+
+    * the folder is writable: read-write when the file is (the last connection to close
+      removes both files, as SQLite does for any writer), else ``mode=ro`` (SQLite may then
+      leave the two files behind if it had to create them);
+    * the folder is not writable (or the mount is read-only), both files exist: they are
+      used as they are (read-write when all three are writable, else ``mode=ro``): a writer
+      may be at work;
+    * the folder is not writable and there is no ``-shm``: no writer can be at work (it could
+      not create one). With no WAL, or an empty one, the file alone is the database and is
+      read ``immutable``. A WAL that holds data needs a ``-shm`` SQLite cannot make there:
+      ``ReadOnlyPlace`` says so (reading the file alone would miss what the WAL holds).
     """
     resolved = path.resolve()
     base = f"file:{quote(str(resolved))}"
-    if os.access(resolved, os.W_OK):
-        uri = base
-    elif Path(f"{resolved}-wal").exists() or os.access(resolved.parent, os.W_OK):
-        uri = f"{base}?mode=ro"
+    wal, shm = sqlite_file.wal_of(resolved), sqlite_file.shm_of(resolved)
+    writable = os.access(resolved, os.W_OK)
+    if sqlite_file.folder_writable(resolved):
+        uri = base if writable else f"{base}?mode=ro"
+    elif wal.exists() and shm.exists():
+        uri = base if writable and os.access(wal, os.W_OK) and os.access(shm, os.W_OK) else f"{base}?mode=ro"
+    elif wal.exists() and wal.stat().st_size > 0:
+        raise ReadOnlyPlace(
+            str(path), f"{sqlite_file.read_only_reason(path) or 'the folder is read-only'}, and the file's WAL ({path}-wal) holds data "
+            "SQLite reads only with a -shm file beside it, which cannot be created there; make the folder "
+            "writable, or copy the file and its -wal elsewhere", READ_OUTCOME)
     else:
         uri = f"{base}?immutable=1"
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
@@ -294,13 +332,22 @@ def connect(path: Path, durability: Durability = "normal") -> sqlite3.Connection
     """A connection set up for an agent's life. Transactions are ours to begin (BEGIN IMMEDIATE
     for writes): pysqlite's implicit BEGIN would defer the write lock."""
     db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-    db.execute("PRAGMA foreign_keys=ON")
-    # 64 MB of page cache (SQLite's default is 2 MB): the uid and batch indexes take random
-    # keys, and re-reading their pages from the OS on every insert halves batched appends.
-    db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    try:
+        db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+        db.execute("PRAGMA foreign_keys=ON")
+        # 64 MB of page cache (SQLite's default is 2 MB): the uid and batch indexes take random
+        # keys, and re-reading their pages from the OS on every insert halves batched appends.
+        db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        if not os.access(path, os.W_OK):  # SQLite would open it read-only without a word
+            raise ReadOnlyPlace(str(path), sqlite_file.read_only_reason(path) or "it is read-only", "nothing was written")
+    except sqlite3.Error as e:
+        db.close()
+        raise sqlite_file.fault(e, path, "nothing was written") or e from None
+    except BaseException:
+        db.close()
+        raise
     return db
 
 
@@ -338,47 +385,93 @@ def current_revision(conn: "Connection") -> str | None:
     return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
-def _remove_database_files(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        try:
-            os.unlink(f"{path}{suffix}")
-        except FileNotFoundError:
-            pass
+@dataclass
+class Build:
+    """A new database being built at ``path`` (a temporary name beside its final one).
+    ``expected``: what the builder committed, counted before it closed its connection; the
+    sealed file must hold exactly that (see ``sqlite_file.seal``)."""
 
+    path: Path
+    expected: sqlite_file.Contents | None = None
 
-def publish(built: Path, path: Path) -> None:
-    """Put the finished file ``built`` at ``path``, which must not exist yet.
-
-    A hard link is atomic and never replaces a file that appeared meanwhile
-    (``FileExistsError``); where links are not supported the file is renamed instead.
-    """
-    try:
-        os.link(built, path)
-    except FileExistsError:
-        raise
-    except OSError as e:
-        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
-            raise
-        if path.exists():
-            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
-        os.rename(built, path)
+    def written_by(self, conn: sqlite3.Connection) -> None:
+        """Count what ``conn`` (the builder's connection, still open) committed."""
+        self.expected = sqlite_file.count(conn)
 
 
 @contextmanager
-def building(path: Path) -> Iterator[Path]:
+def building(path: Path) -> Iterator[Build]:
     """A temporary path beside ``path`` to build a new database in; when the block ends
-    without an error the file is put at ``path`` whole (see ``publish``), otherwise removed.
+    without an error the file is sealed (its WAL checkpointed into it, verified, fsynced) and
+    put at ``path`` whole (``sqlite_file.publish``), otherwise removed with its WAL.
 
-    Whatever happens (an error, a kill), ``path`` either does not exist or holds the
-    finished database: never an empty or half-made file. The caller closes its connections
-    to the temporary file before the block ends.
+    Whatever happens (an error, a full disk, a kill), ``path`` either does not exist or holds
+    the finished database: never an empty, half-made or malformed file. The caller closes its
+    connections to the temporary file before the block ends; a close that failed to
+    checkpoint has left the WAL, which ``seal`` checkpoints again or refuses.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.building")
+    nothing = f"nothing was written ({path} was not created)"
+    if not sqlite_file.folder_writable(path):
+        raise ReadOnlyPlace(str(path), sqlite_file.read_only_reason(path) or "it is read-only", nothing)
     try:
-        yield tmp
-        publish(tmp, path)
+        build = Build(tmp)
+        yield build
+        sqlite_file.seal(tmp, path, build.expected)
+        sqlite_file.publish(tmp, path)
+    except Exception as e:  # SQLAlchemy's wrapper too (a schema created in the build)
+        # An OSError of the builder's own (an unreadable input) is not about this file.
+        foreign = isinstance(e, OSError) and not sqlite_file.is_disk_full(e)
+        found = None if foreign else sqlite_file.fault(e, path, nothing)
+        if found is None:
+            raise
+        raise found from None
     finally:
-        _remove_database_files(tmp)
+        sqlite_file.remove_database_files(tmp)
+
+
+def backup(path: Path, revision: str) -> Path:
+    """A complete copy of the database at ``path`` (its WAL's content included: SQLite's
+    backup API), named ``DB.bak-<revision>-<UTC time>`` beside it, never overwriting an
+    earlier backup.
+
+    The copy is made under a temporary name, checked (``quick_check``), fsynced, and only then
+    given its final name: a killed or failed backup never leaves a file named like a complete
+    one, and a failure removes the partial copy (a full disk is ``DiskFull``).
+    """
+    from datetime import datetime, timezone
+
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    tmp = path.with_name(f".{path.name}.bak-{revision}-{stamp}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial")
+    nothing = "no backup was made and nothing was changed"
+    try:
+        source = connect_readonly(path)
+        try:
+            copy = sqlite3.connect(str(tmp), isolation_level=None)
+            try:
+                source.backup(copy)
+                found = [r[0] for r in copy.execute("PRAGMA quick_check")]
+            finally:
+                copy.close()
+        finally:
+            source.close()
+        if found != ["ok"]:
+            raise StorageFault(f"{path}: the backup copy failed SQLite's check ({'; '.join(found[:3])}); {nothing}")
+        sqlite_file.fsync(tmp)
+        n = 0
+        while True:
+            target = path.with_name(f"{path.name}.bak-{revision}-{stamp}" + (f"-{n}" if n else ""))
+            try:
+                os.link(tmp, target)  # never replaces an earlier backup
+                break
+            except FileExistsError:
+                n += 1
+        sqlite_file.fsync_folder(path.parent)
+        return target
+    except (sqlite3.Error, OSError) as e:
+        raise (sqlite_file.fault(e, path, nothing) or e) from None
+    finally:
+        sqlite_file.remove_database_files(tmp)
 
 
 def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
@@ -409,11 +502,17 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
         if not location.path.parent.exists():
             raise FileNotFoundError(f"{location.label}: folder {location.path.parent} does not exist")
         if state.exists:
-            create_schema(location)
+            try:
+                create_schema(location)
+            except Exception as e:  # SQLAlchemy's wrapper of the driver's error
+                found = sqlite_file.fault(e, location.path, "the schema was rolled back: nothing was written")
+                if found is None:
+                    raise
+                raise found from None
         else:
             try:
-                with building(location.path) as tmp:
-                    create_schema(Location.parse(tmp))
+                with building(location.path) as build:
+                    create_schema(Location.parse(build.path))
             except FileExistsError:  # another process created it meanwhile: open theirs
                 return open_location(path_or_url, create=False)
     return location

@@ -215,3 +215,33 @@ class QueryTimeout(QueryError, TimeoutError):
 
 class MultipleStatements(QueryError):
     """The read-only SQL interface runs one statement per call."""
+
+
+class StorageFault(OpenHandsMemoryError):
+    """The file system refused what a file needs (space, permission); the message says what
+    became of the write. ``committed``: the write itself had committed (a checkpoint after it
+    failed; the WAL holds it)."""
+
+    committed: bool = False
+
+
+class DiskFull(StorageFault):
+    def __init__(self, path: str, outcome: str, *, committed: bool = False):
+        self.path, self.committed = path, committed
+        super().__init__(f"{path}: the disk is full; {outcome}")
+
+
+class ReadOnlyPlace(StorageFault):
+    def __init__(self, path: str, reason: str, outcome: str):
+        self.path = path
+        super().__init__(f"{path}: {reason}; {outcome}")
+
+
+class BrokenLink(OpenHandsMemoryError):
+    """The database path is a symbolic link that leads nowhere: a loop, or a missing target.
+    Neither readers nor writers follow it (a writer would create a file the user did not
+    name)."""
+
+    def __init__(self, path: str, why: str):
+        self.path = path
+        super().__init__(f"{path} is {why}; nothing was read or written (give the real path, or fix the link)")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import sqlite_file
+
 if TYPE_CHECKING:
     from alembic.config import Config
     from sqlalchemy.engine import Connection
@@ -103,14 +105,24 @@ def apply(location: "Location", target: str, *, backwards: bool = False) -> None
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     try:
-        with engine.connect() as conn, conn.begin():
-            (downgrade if backwards else upgrade)(conn, target)
-            if location.is_sqlite:
-                broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
-                if broken:
-                    raise MigrationRefused(
-                        f"the migration would leave {len(broken)} row(s) pointing at missing rows "
-                        f"(first: table {broken[0][0]})"
-                    )
+        with engine.connect() as conn:
+            try:
+                with conn.begin():
+                    (downgrade if backwards else upgrade)(conn, target)
+                    if location.is_sqlite:
+                        broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                        if broken:
+                            raise MigrationRefused(
+                                f"the migration would leave {len(broken)} row(s) pointing at missing rows "
+                                f"(first: table {broken[0][0]})"
+                            )
+            except Exception as e:
+                found = sqlite_file.fault(e, location.label, "the migration was rolled back: nothing was changed")
+                if found is None or not location.is_sqlite:
+                    raise
+                raise found from None
+            if location.is_sqlite:  # closing would swallow a failed checkpoint: say it
+                assert location.path is not None
+                sqlite_file.checkpoint(conn.connection.dbapi_connection, location.path)  # type: ignore[arg-type]
     finally:
         engine.dispose()

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("conversation", ("conversation",)),
     ("view", ("view",)),
-    ("storage", ("storage", "database", "migrate", "migrations")),
+    ("storage", ("storage", "database", "sqlite_file", "migrate", "migrations")),
     ("events and schema", ("events", "errors", "schema", "ranges", "settings")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(reversed(LAYERS))}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -68,33 +66,6 @@ def _descriptions() -> dict[str, str]:
         return {}
 
 
-def copy_database(path: Path, target: Path) -> Path:
-    """A consistent copy of ``path`` (its -wal content included) through SQLite's backup API."""
-    from ..database import connect_readonly
-
-    source = connect_readonly(path)
-    try:
-        copy = sqlite3.connect(str(target))
-        try:
-            source.backup(copy)
-        finally:
-            copy.close()
-    finally:
-        source.close()
-    return target
-
-
-def backup_file(path: Path, revision: str) -> Path:
-    """``DB.bak-<revision>-<UTC time>`` beside ``path``, never overwriting an earlier backup."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target = path.with_name(f"{path.name}.bak-{revision}-{stamp}")
-    n = 1
-    while target.exists():
-        target = path.with_name(f"{path.name}.bak-{revision}-{stamp}-{n}")
-        n += 1
-    return copy_database(path, target)
-
-
 @click.command()
 @click.argument("db")
 @click.option("-r", "--revision", help="Target revision (default: the newest). With --downgrade: required; 'base' removes every table.")
@@ -114,7 +85,8 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_js
     """
     from .. import migrate as m
     from ..database import Location, revision_of
-    from ..errors import SchemaTooNew
+    from ..database import backup as database_backup
+    from ..errors import SchemaTooNew, StorageFault
 
     location = Location.parse(db if is_url(db) else Path(db).expanduser())
     exists, current = revision_of(location)
@@ -161,9 +133,13 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_js
             click.echo(f"  {step}  {docs.get(step, '')}".rstrip())
         click.echo("dry run: nothing was written")
         return
-    backup = backup_file(location.path, current) if location.path is not None else None
+    backup = database_backup(location.path, current) if location.path is not None else None
     try:
         m.apply(location, revision, backwards=downgrade)  # type: ignore[arg-type]
+    except StorageFault as e:  # a full disk or a read-only place: the message says what became of it
+        if backup is not None and not e.committed:
+            backup.unlink(missing_ok=True)
+        raise
     except Exception as e:  # a refusal, or SQLAlchemy's or the driver's error from a revision's DDL
         if backup is not None:
             backup.unlink(missing_ok=True)  # nothing changed: the copy is not needed

@@ -10,7 +10,7 @@ import click
 
 from . import output_format
 from .opening import conversation as open_conversation
-from .opening import open_store
+from .opening import open_reader
 from .output import echo_json, note
 
 FORMAT_NAMES = {
@@ -98,7 +98,7 @@ def export(db: str, conversation: str, fmt: str, output: Path | None, force: boo
 
     if as_json and fmt == "jsonl" and (output is None or str(output) == "-"):
         raise click.UsageError("--json reports on a written file: give -o FILE (stdout holds the events)")
-    store = open_store(db)
+    store = open_reader(db)
     try:
         conv = open_conversation(store, conversation)
         if fmt == "openhands":

@@ -109,10 +109,11 @@ def writing_store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
             store.close()
         return
     try:
-        with building(path) as tmp:
-            store = EventStore(tmp, create=True)
+        with building(path) as build:
+            store = EventStore(build.path, create=True)
             try:
                 yield store
+                build.written_by(store.db)
             finally:
                 store.close()
     except FileExistsError:

@@ -8,14 +8,15 @@ is how a view cache learns that it must read again.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from .. import database
+from .. import database, sqlite_file
 from ..errors import MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation
 from .recorder import QueryResult, Recorder
 from .session import IntegrityViolation, Session
@@ -49,7 +50,10 @@ class SqliteRecorder(Recorder):
     def __init__(self, path: Path, *, durability: database.Durability = "normal", readonly: bool = False):
         super().__init__()
         self.label = str(path)
+        self.path = path
         self.readonly = readonly
+        self._wrote = False  # a write began: close() must see the WAL copied into the file
+        self._closed = False
         # Read-only: a query-only connection that is safe beside writers and leaves no files
         # behind (see database.connect_readonly).
         self.conn = database.connect_readonly(path) if readonly else database.connect(path, durability)
@@ -59,7 +63,24 @@ class SqliteRecorder(Recorder):
         return self._session
 
     def _begin_write(self, session: Session, conversation_id: str | None) -> None:
+        self._wrote = True
         self.conn.execute("BEGIN IMMEDIATE")
+
+    @contextlib.contextmanager
+    def writing(self, conversation_id: str | None = None) -> Iterator[Session]:
+        """As ``Recorder.writing``; a full disk or a read-only place is the library's one-line
+        error (the transaction was rolled back: nothing was written)."""
+        try:
+            with super().writing(conversation_id) as session:
+                yield session
+        except sqlite3.Error as e:
+            found = sqlite_file.fault(e, self.path, "the write was rolled back: nothing was written")
+            if found is None:
+                raise
+            # A COMMIT that failed for lack of space may leave the transaction open.
+            with contextlib.suppress(sqlite3.Error):
+                self._rollback(self._session)
+            raise found from None
 
     def _begin_read(self, session: Session) -> None:
         self.conn.execute("BEGIN")
@@ -76,8 +97,17 @@ class SqliteRecorder(Recorder):
             return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
     def close(self) -> None:
+        """Close the connection; after a write, first copy the WAL into the file and say so if
+        that fails (``close()`` alone would swallow the failure; the WAL keeps the data)."""
         with self._lock:
-            self.conn.close()
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self._wrote and not self.conn.in_transaction:  # (an open one is rolled back)
+                    sqlite_file.checkpoint(self.conn, self.path)
+            finally:
+                self.conn.close()
 
 
 # --- read-only queries --------------------------------------------------------------------

@@ -1,0 +1,263 @@
+"""The SQLite file on disk: what the file system refused, said plainly; a built file made
+whole, verified and put in place durably; a backup that is complete or absent.
+
+SQLite hides two faults that lose data unless someone looks: closing a connection runs a
+checkpoint (copying the WAL into the file) and ignores its failure, and a full disk makes that
+checkpoint fail after every commit succeeded. The WAL then holds what was committed; SQLite
+keeps it, and so must we: a built file is published only once the WAL is empty and the file
+alone holds what was committed (``seal``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from .errors import DiskFull, OpenHandsMemoryError, ReadOnlyPlace, StorageFault
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# SQLite's primary result codes (an extended code keeps its primary one in the low byte).
+SQLITE_READONLY = 8
+SQLITE_IOERR = 10
+SQLITE_FULL = 13
+SQLITE_CANTOPEN = 14
+_SEAL_BUSY_MS = 5_000  # a built file has no other connection; this only bounds a surprise
+
+
+def sqlite_code(error: BaseException) -> int | None:
+    """SQLite's primary result code behind ``error`` (SQLAlchemy's wrapper included)."""
+    error = getattr(error, "orig", None) or error
+    code = getattr(error, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def is_disk_full(error: BaseException, path: Path | str | None = None) -> bool:
+    """``error`` came from a full disk. SQLite says so (SQLITE_FULL) for its own files, but
+    only "disk I/O error" when the -shm index it maps cannot get its pages: with ``path``,
+    such an error counts when the file system has less than ``LOW_SPACE`` free."""
+    if isinstance(error, OSError):
+        return error.errno in (errno.ENOSPC, errno.EDQUOT)
+    code = sqlite_code(error)
+    return code == SQLITE_FULL or (code == SQLITE_IOERR and path is not None and low_on_space(Path(path)))
+
+
+LOW_SPACE = 1 << 20
+
+
+def low_on_space(path: Path) -> bool:
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < LOW_SPACE
+
+
+def fault(error: BaseException, path: Path | str, outcome: str) -> StorageFault | None:
+    """The library's error for a file-system fault behind ``error`` (None: not one).
+    ``outcome`` says what became of the write: "nothing was written", ..."""
+    if isinstance(error, DiskFull) or is_disk_full(error, path):
+        return DiskFull(str(path), outcome)
+    code = sqlite_code(error)
+    refused = isinstance(error, OSError) and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+    if isinstance(error, ReadOnlyPlace) or refused or code in (SQLITE_READONLY, SQLITE_CANTOPEN):
+        reason = read_only_reason(Path(path))
+        if reason is None and code == SQLITE_CANTOPEN:
+            return None  # not a read-only place: SQLite's own words say more
+        return ReadOnlyPlace(str(path), reason or "SQLite could not write to it", outcome)
+    return None
+
+
+def folder_writable(path: Path) -> bool:
+    """New files can be made beside ``path`` (the folder's permissions and its mount)."""
+    return os.access(path.parent, os.W_OK)
+
+
+def read_only_reason(path: Path) -> str | None:
+    """Why ``path`` cannot be written, as far as the file system says (None: it can)."""
+    folder = path.parent
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return f"it is on a read-only file system ({folder})"
+    except OSError:
+        pass
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file is read-only"
+    if not os.access(folder, os.W_OK):
+        return f"the folder {folder} is read-only"
+    return None
+
+
+def broken_link(path: Path) -> str | None:
+    """What is wrong with ``path`` as a symbolic link that leads to no file (None: it is not
+    one): a loop (a self-link included), or a link to a missing target."""
+    try:
+        os.stat(path)
+        return None
+    except FileNotFoundError:
+        if not path.is_symlink():
+            return None  # a plain missing path: a new database, maybe
+        return f"a dangling symbolic link to {os.readlink(path)}, which does not exist"
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop" + (f" (it points to {os.readlink(path)})" if path.is_symlink() else "")
+        return None  # other errors are told where the file is opened
+
+
+def wal_of(path: Path) -> Path:
+    return Path(f"{path}-wal")
+
+
+def shm_of(path: Path) -> Path:
+    return Path(f"{path}-shm")
+
+
+def checkpoint(conn: sqlite3.Connection, path: Path) -> None:
+    """Copy what the WAL holds into the file, and raise if that fails (``DiskFull``, with
+    ``committed`` set: the WAL, which SQLite keeps, holds what was committed), where
+    ``close()`` would swallow the failure. PASSIVE does not wait: frames a reader still needs
+    are left for a later checkpoint, which is no fault."""
+    try:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    except sqlite3.Error as e:
+        found = fault(e, path, f"every write this command made was committed and is safe in {wal_of(path)}, "
+                               f"but could not be copied into {path}; any later command on it finishes "
+                               "the copy once there is space")
+        if found is None:
+            raise
+        found.committed = True
+        raise found from None
+
+
+@dataclass(frozen=True)
+class Contents:
+    """What a database holds, counted: a built file must hold exactly this once sealed."""
+
+    conversations: int
+    events: int
+
+
+def count(conn: sqlite3.Connection) -> Contents:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "event" not in tables:
+        return Contents(0, 0)
+    conversations = conn.execute("SELECT COUNT(*) FROM conversation").fetchone()[0]
+    return Contents(conversations, conn.execute("SELECT COUNT(*) FROM event").fetchone()[0])
+
+
+def seal(built: Path, label: Path, expected: Contents | None = None) -> None:
+    """Make the file ``built`` whole on its own and prove it, before it is published.
+
+    Its WAL is checkpointed into it and emptied (TRUNCATE, with a check of the result), the
+    connection closed, and then the file alone, read ``immutable`` so that no WAL can stand
+    in for it, must start with SQLite's header, pass ``quick_check`` and hold what was
+    committed: ``expected`` (what the writer counted) and what the WAL held. Last, the file is
+    fsynced. Any shortfall raises (``DiskFull`` or ``StorageFault``, naming ``label``, the
+    path the file was for) and nothing is published.
+    """
+    nothing = f"nothing was written ({label} was not created)"
+    try:
+        conn = sqlite3.connect(str(built), isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={_SEAL_BUSY_MS}")
+            held = count(conn)
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                if busy:
+                    raise StorageFault(f"{label}: another connection holds the new file; {nothing}")
+        finally:
+            conn.close()
+        wal = wal_of(built)
+        if wal.exists() and wal.stat().st_size:
+            raise StorageFault(f"{label}: the new file's WAL could not be emptied into it; {nothing}")
+        with built.open("rb") as f:
+            if f.read(16) != SQLITE_MAGIC:
+                raise StorageFault(f"{label}: the new file has no SQLite header; {nothing}")
+        alone = sqlite3.connect(f"file:{quote(str(built.resolve()))}?immutable=1", uri=True)
+        try:
+            found = [r[0] for r in alone.execute("PRAGMA quick_check")]
+            on_disk = count(alone)
+        finally:
+            alone.close()
+        if found != ["ok"]:
+            raise StorageFault(f"{label}: the new file failed SQLite's check ({'; '.join(found[:3])}); {nothing}")
+        for want in (held, expected):
+            if want is not None and on_disk != want:
+                raise StorageFault(
+                    f"{label}: the new file holds {on_disk.conversations} conversation(s) and {on_disk.events} "
+                    f"event(s), not the {want.conversations} and {want.events} written; {nothing}")
+        fsync(built)
+    except OpenHandsMemoryError:
+        raise
+    except (sqlite3.Error, OSError) as e:
+        raise (fault(e, label, nothing) or StorageFault(f"{label}: {' '.join(str(e).split())}; {nothing}")) from None
+
+
+def fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make a new name in ``folder`` durable (a link or rename lives in the folder's data)."""
+    try:
+        fsync(folder)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.EBADF, errno.EACCES):  # no fsync on folders there
+            raise
+
+
+def publish(built: Path, path: Path) -> None:
+    """Put the sealed file ``built`` at ``path``, which must not exist yet.
+
+    A hard link is atomic and never replaces a file that appeared meanwhile
+    (``FileExistsError``); where links are not supported the file is renamed instead. The
+    folder is fsynced after, so the new name survives a power cut.
+    """
+    try:
+        os.link(built, path)
+    except FileExistsError:
+        raise
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
+            raise
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.rename(built, path)
+    fsync_folder(path.parent)
+
+
+SHM_REGION = 32_768  # the -shm grows in regions of this size; a live connection maps one whole
+
+
+def companions(path: Path) -> tuple[bool, bool]:
+    """Whether ``path``'s -wal and -shm exist (before a connection that may create them)."""
+    return wal_of(path).exists(), shm_of(path).exists()
+
+
+def remove_failed_companions(path: Path, before: tuple[bool, bool]) -> None:
+    """Remove the -wal and -shm a connection that failed for lack of space just created: a
+    -shm short of one region and an empty -wal, which no live connection can be using (a
+    live one maps a whole region of the -shm), so that a failed read leaves nothing behind."""
+    wal, shm = wal_of(path), shm_of(path)
+    try:
+        if not before[1] and shm.exists() and shm.stat().st_size < SHM_REGION:
+            shm.unlink()
+            if not before[0] and wal.exists() and wal.stat().st_size == 0:
+                wal.unlink()
+    except OSError:
+        pass  # the message already says the disk is full; these are tidying
+
+
+def remove_database_files(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
