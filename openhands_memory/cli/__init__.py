@@ -78,6 +78,12 @@ def _message(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+def _committed_anyway(exc: BaseException) -> bool:
+    from ..errors import StorageFault
+
+    return isinstance(exc, StorageFault) and exc.committed
+
+
 def _is_sqlalchemy_error(exc: BaseException) -> bool:
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -134,6 +140,12 @@ class LazyGroup(click.Group):
         except click.ClickException as exc:
             raise UserError(" ".join(exc.message.split())) from None
         except _user_errors() as exc:
+            if _committed_anyway(exc):
+                # The command's write committed (the WAL holds it, as after any commit); only
+                # the copy into the main file failed. Exit 1 would make a script retry a write
+                # that landed, so it is said as a warning and the command succeeds.
+                click.echo(f"Warning: {_message(exc)}", err=True)
+                return None
             raise UserError(_message(exc)) from None
 
 

@@ -96,7 +96,7 @@ def writing_store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
         try:
             yield store
         finally:
-            store.close()
+            close_reporting(store)
         return
     path = judge(db, must_exist=not create)
     if not path.parent.is_dir():
@@ -106,7 +106,7 @@ def writing_store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
         try:
             yield store
         finally:
-            store.close()
+            close_reporting(store)
         return
     try:
         with building(path) as build:
@@ -120,6 +120,22 @@ def writing_store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
         raise click.ClickException(
             f"{db} was created by another process meanwhile; nothing was written (run again)"
         ) from None
+
+
+def close_reporting(store: "EventStore") -> None:
+    """Close ``store``. A write that committed, but whose copy from the WAL into the file then
+    failed (a full disk), is said as a warning when the command ends, after its own output:
+    the write landed, so the command succeeded (an error would make a script retry it)."""
+    from ..errors import StorageFault
+
+    try:
+        store.close()
+    except StorageFault as e:
+        ctx = click.get_current_context(silent=True)
+        if not e.committed or ctx is None:
+            raise
+        warning = f"Warning: {' '.join(str(e).split())}"
+        ctx.call_on_close(lambda: click.echo(warning, err=True))
 
 
 def conversation(store: "EventStore", name: str) -> "Conversation":
