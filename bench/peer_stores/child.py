@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -64,14 +65,10 @@ def units(recs: Iterable[dict[str, Any]]) -> Iterator[tuple[str, Any]]:
         yield "calls", calls
 
 
-def steps(path: str, count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """The first ``count`` appended steps: (call record, result record)."""
-    out = []
-    for pair in records(path):
-        out.append((pair[0], pair[1]))
-        if len(out) == count:
-            break
-    return out
+def steps(args: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The steps to append, ``args["count"]`` from ``args["offset"]``: (call, result) records."""
+    pairs = islice(records(args["steps"]), args["offset"], args["offset"] + args["count"])
+    return [(call, result) for call, result in pairs]
 
 
 class Clock:

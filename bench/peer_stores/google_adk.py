@@ -87,7 +87,7 @@ def append(args: dict[str, Any]) -> dict[str, Any]:
         session = await open_session(svc, 1)
         laps = []
         clock = child.Clock()
-        for call, result in child.steps(args["steps"], args["count"]):
+        for call, result in child.steps(args):
             await svc.append_event(session, to_event("calls", [call]))
             await svc.append_event(session, to_event("result", result))
             laps.append(clock.lap())

@@ -87,7 +87,7 @@ def build(args: dict[str, Any]) -> dict[str, Any]:
 
 def append(args: dict[str, Any]) -> dict[str, Any]:
     script = [(to_messages("calls", [call])[0], to_messages("result", result)[0])
-              for call, result in child.steps(args["steps"], args["count"])]
+              for call, result in child.steps(args)]
     marks: list = []
     app, durability = graph(args["path"], args["durability"] == "full", script, marks)
     app.invoke({"messages": []}, {**CONFIG, "recursion_limit": 2 * len(script) + 10})

@@ -115,7 +115,7 @@ def append(args: dict[str, Any]) -> dict[str, Any]:
         await session.get_items(limit=1)  # opened and connected before the clock starts
         laps = []
         clock = child.Clock()
-        for call, result in child.steps(args["steps"], args["count"]):
+        for call, result in child.steps(args):
             await session.add_items(to_items("calls", [call]))
             await session.add_items(to_items("result", result))
             laps.append(clock.lap())

@@ -29,7 +29,7 @@ CONVERSATION = "bench"  # bench/common.py's
 
 def append(args: dict[str, Any]) -> dict[str, Any]:
     durability = "full" if args["durability"] == "full" else "normal"
-    pairs = list(islice(step_pairs(args["seed"]), args["count"]))
+    pairs = list(islice(step_pairs(args["seed"]), args["offset"], args["offset"] + args["count"]))
     with EventStore(args["path"], create=False, durability=durability) as store:
         conv = store.conversation(CONVERSATION)
         len(conv)  # opened before the clock starts
