@@ -96,6 +96,16 @@ def run_child(store: Store, op: str, folder: Path, **args: Any) -> dict[str, Any
 # --- histories -----------------------------------------------------------------------------
 
 
+def fold_wal(path: Path) -> int:
+    """Checkpoint ``path``'s -wal into it (so the file is the whole history); its size."""
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        db.close()
+    return disk_bytes(path)
+
+
 def peer_history(store: Store, folder: Path, n: int, seed: int) -> Path:
     """``store``'s cached history of ``n`` workload events, built by its child once."""
     path = folder / store.name / f"{store.name}-{n}-s{seed}.db"
@@ -110,9 +120,7 @@ def peer_history(store: Store, folder: Path, n: int, seed: int) -> Path:
     items = registry.items_file(folder, n, seed)
     result = run_child(store, "build", folder, path=str(partial), items=str(items))
     seconds = time.perf_counter() - t0
-    with sqlite3.connect(partial) as db:  # fold a -wal in, so the file is the whole history
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    db.close()
+    fold_wal(partial)
     remove_db(path)
     os.replace(partial, path)
     remove_db(partial)
@@ -141,14 +149,18 @@ class Bench:
         return run_child(store, "resume", self.folder, path=str(path), core=self.core)
 
     def append(self, store: Store, path: Path) -> list[dict[str, Any]]:
-        """Default durability, then synchronous=FULL, on one copy, in two processes."""
+        """Default durability, then synchronous=FULL, on one copy, in two processes; the
+        first result also has the file's growth per step (its -wal folded in before and after)."""
         steps = registry.steps_file(self.folder, self.seed, 2 * self.steps)
         out = []
         with work_copy(self.folder, path, store.name) as copy:
+            size = fold_wal(copy)
             for k, durability in enumerate(("default", "full")):
                 out.append(run_child(store, "append", self.folder, path=str(copy), steps=str(steps),
                                      offset=k * self.steps, count=self.steps, seed=self.seed,
                                      durability=durability, core=self.core))
+                if k == 0:
+                    out[0]["disk_per_step"] = (fold_wal(copy) - size) / self.steps
         return out
 
     def measure(self, store: Store, path: Path, into: dict[str, list]) -> None:
@@ -175,6 +187,7 @@ FIGURES: list[tuple[str, Callable[[dict[str, Any]], float | None]]] = [
     ("step CPU, synchronous=FULL, ms", lambda r: ms([median(x["step_cpu"]) for x in r["append_full"]])),
     ("step wall, synchronous=FULL, ms", lambda r: ms([median(x["step_wall"]) for x in r["append_full"]])),
     ("disk per event, B", lambda r: r["disk_bytes"] / r["events"]),
+    ("disk growth per appended step, KB", lambda r: median([x["disk_per_step"] / 1024 for x in r["append"]])),
 ]
 
 
@@ -205,6 +218,18 @@ def print_tables(results: dict[str, dict[int, dict]], stores: list[Store], sizes
             rows.append([store.label, *cells])
         print(table([title, *(human(n) for n in sizes)], rows))
         print(flush=True)
+
+
+def report(results: dict[str, dict[int, dict]], stores: list[Store], sizes: list[int]) -> dict[str, tuple[str, str]]:
+    """The durability each store ran with, a note, the tables; the durabilities."""
+    first = {s.name: results[s.name][sizes[0]] for s in stores}
+    durability = {k: (r["append"][0]["durability"], r["append_full"][0]["durability"]) for k, r in first.items()}
+    for s in stores:
+        say(f"{s.label}: by default {durability[s.name][0]}; FULL run {durability[s.name][1]}")
+    say(f"each cell: the figure, then × its ratio to {next(s.label for s in STORES if s.name == BASELINE)}")
+    print()
+    print_tables(results, stores, sizes)
+    return durability
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -260,13 +285,9 @@ def main() -> int:
             for s in stores:
                 bench.measure(s, ready["paths"][s.name][n], results[s.name][n])
     print()
-    durability = {s.name: (results[s.name][sizes[0]]["append"][0]["durability"],
-                           results[s.name][sizes[0]]["append_full"][0]["durability"]) for s in stores}
-    for s in stores:
-        say(f"{s.label}: default {durability[s.name][0]}; FULL run {durability[s.name][1]}")
-    say(f"each cell: the figure, then × its ratio to {next(s.label for s in STORES if s.name == BASELINE)}")
-    print()
-    print_tables(results, stores, sizes)
+    durability = {}
+    if args.repeats > 0:
+        durability = report(results, stores, sizes)
     load_end = load()
     say(f"load average at end (1/5/15 min): {load_end}; this bench took {time.perf_counter() - started:.0f} s")
     if args.json:

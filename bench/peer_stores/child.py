@@ -108,6 +108,24 @@ def pragma(cursor: Any, sql: str) -> Any:
     return cursor.fetchone()[0]
 
 
+def watch_connections(sync_engine: Any, full: bool) -> list[str]:
+    """On each connection an SQLAlchemy engine opens: synchronous=FULL if ``full``, and its
+    durability noted in the list returned (the store's own settings come first)."""
+    from sqlalchemy import event
+
+    seen: list[str] = []
+
+    @event.listens_for(sync_engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        if full:
+            cur.execute("PRAGMA synchronous=FULL")
+        seen.append(sqlite_durability(lambda sql: pragma(cur, sql)))
+        cur.close()
+
+    return seen
+
+
 def run(ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]]) -> None:
     """The child's main: ``OP ARGS_JSON`` on the command line, one JSON line out."""
     op, args = sys.argv[1], json.loads(sys.argv[2])

@@ -27,7 +27,6 @@ from google.adk.flows.llm_flows.contents import _get_contents  # noqa: E402
 from google.adk.sessions import DatabaseSessionService  # noqa: E402
 from google.adk.sessions.base_session_service import GetSessionConfig  # noqa: E402
 from google.genai import types  # noqa: E402
-from sqlalchemy import event  # noqa: E402
 
 APP, USER, SESSION, AGENT = "bench", "user", "bench", "agent"
 
@@ -49,17 +48,7 @@ def to_event(kind: str, value: Any):
 
 def service(path: str, full: bool):
     svc = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
-    seen: list[str] = []
-
-    @event.listens_for(svc.db_engine.sync_engine, "connect")
-    def _connect(dbapi_conn, _record) -> None:
-        cur = dbapi_conn.cursor()
-        if full:
-            cur.execute("PRAGMA synchronous=FULL")
-        seen.append(child.sqlite_durability(lambda sql: child.pragma(cur, sql)))
-        cur.close()
-
-    return svc, seen
+    return svc, child.watch_connections(svc.db_engine.sync_engine, full)
 
 
 async def open_session(svc, recent: int | None):

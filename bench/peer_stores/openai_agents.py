@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import child  # noqa: E402
 from agents import SQLiteSession  # noqa: E402
 from agents.extensions.memory import SQLAlchemySession  # noqa: E402
-from sqlalchemy import event  # noqa: E402
 from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 
 SESSION = "bench"
@@ -68,16 +67,7 @@ def sqlite_session(path: str, full: bool):
 
 def sqlalchemy_session(path: str, full: bool):
     engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
-    seen: list[str] = []
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _connect(dbapi_conn, _record) -> None:
-        cur = dbapi_conn.cursor()
-        if full:
-            cur.execute("PRAGMA synchronous=FULL")
-        seen.append(child.sqlite_durability(lambda sql: child.pragma(cur, sql)))
-        cur.close()
-
+    seen = child.watch_connections(engine.sync_engine, full)
     session = SQLAlchemySession(SESSION, engine=engine, create_tables=True)
     return session, seen
 
