@@ -246,54 +246,61 @@ def prepare(args: argparse.Namespace, stores: list[Store], sizes: list[int]) -> 
     return {"versions": versions, "paths": paths}
 
 
-def main() -> int:
+def arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="1k,10k,100k", help="workload events (default: 1k,10k,100k)")
     ap.add_argument("--repeats", type=int, default=5, help="runs per figure, median reported (default: 5)")
     ap.add_argument("--steps", type=int, default=10, help="steps appended per append measurement (default: 10)")
-    ap.add_argument("--stores", default=",".join(s.name for s in STORES),
-                    help="comma-separated (default: all): " + ", ".join(s.name for s in STORES))
-    ap.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"environments and histories (default: {DEFAULT_DIR})")
+    names = [s.name for s in STORES]
+    ap.add_argument("--stores", default=",".join(names), help="comma-separated (default: all): " + ", ".join(names))
+    ap.add_argument("--dir", type=Path, default=DEFAULT_DIR,
+                    help=f"environments and histories (default: {DEFAULT_DIR})")
     ap.add_argument("--seed", type=int, default=0, help="workload seed (default: 0)")
     ap.add_argument("--core", type=int, default=0, help="the core children are pinned to (default: 0)")
     ap.add_argument("--json", type=Path, help="write the raw results here")
     args = ap.parse_args()
-    sizes = sorted({parse_size(s) for s in args.sizes.split(",") if s.strip()})
+    args.sizes = sorted({parse_size(s) for s in args.sizes.split(",") if s.strip()})
     wanted = set(args.stores.split(","))
-    stores = [s for s in STORES if s.name in wanted]
+    if wanted - set(names):
+        ap.error(f"unknown stores: {', '.join(sorted(wanted - set(names)))}")
+    args.stores = [s for s in STORES if s.name in wanted]
+    return args
 
+
+def measure_all(args: argparse.Namespace, paths: dict[str, dict[int, Path]]) -> dict[str, dict[int, dict]]:
+    """Every repeat: each size, each store (resume, then the two step runs)."""
+    bench = Bench(args.dir, args.seed, args.steps, args.core)
+    results = {s.name: {n: {"events": n, "disk_bytes": disk_bytes(p), "path": str(p)}
+                        for n, p in paths[s.name].items()} for s in args.stores}
+    for r in range(args.repeats):
+        print(f"  repeat {r + 1}/{args.repeats}, load {load()}", flush=True)
+        for n in args.sizes:
+            for s in args.stores:
+                bench.measure(s, paths[s.name][n], results[s.name][n])
+    print()
+    return results
+
+
+def main() -> int:
+    args = arguments()
     started = time.perf_counter()
     say("openhands-memory beside the peer session stores (bench/peers.py)")
     say(f"machine: {machine()}")
     load_start = load()
     say(f"load average at start (1/5/15 min): {load_start}")
-    ready = prepare(args, stores, sizes)
+    ready = prepare(args, args.stores, args.sizes)
     for env, vs in ready["versions"].items():
         say(f"{env}: " + ", ".join(f"{p} {v}" for p, v in vs.items()))
-    say(f"sizes: {', '.join(human(n) for n in sizes)}; repeats: {args.repeats} (medians); {args.steps} "
+    say(f"sizes: {', '.join(human(n) for n in args.sizes)}; repeats: {args.repeats} (medians); {args.steps} "
         f"steps per append measurement; children pinned to core {args.core}; files under {args.dir}")
-
-    bench = Bench(args.dir, args.seed, args.steps, args.core)
-    results: dict[str, dict[int, dict]] = {s.name: {} for s in stores}
-    for s in stores:
-        for n in sizes:
-            path = ready["paths"][s.name][n]
-            results[s.name][n] = {"events": n, "disk_bytes": disk_bytes(path), "path": str(path)}
-    for r in range(args.repeats):
-        print(f"  repeat {r + 1}/{args.repeats}, load {load()}", flush=True)
-        for n in sizes:
-            for s in stores:
-                bench.measure(s, ready["paths"][s.name][n], results[s.name][n])
-    print()
-    durability = {}
-    if args.repeats > 0:
-        durability = report(results, stores, sizes)
+    results = measure_all(args, ready["paths"])
+    durability = report(results, args.stores, args.sizes) if args.repeats > 0 else {}
     load_end = load()
     say(f"load average at end (1/5/15 min): {load_end}; this bench took {time.perf_counter() - started:.0f} s")
     if args.json:
         args.json.write_text(json.dumps({
             "machine": machine(), "load_start": load_start, "load_end": load_end,
-            "versions": ready["versions"], "pins": registry.PINS, "sizes": sizes, "repeats": args.repeats,
+            "versions": ready["versions"], "pins": registry.PINS, "sizes": args.sizes, "repeats": args.repeats,
             "steps": args.steps, "durability": durability,
             "results": {k: {str(n): v for n, v in per.items()} for k, per in results.items()},
         }, indent=1))
