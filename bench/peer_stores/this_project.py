@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import child  # noqa: E402
 from bench.sdk_workload import step_pairs  # noqa: E402
-from openhands_memory.store import EventStore  # noqa: E402
+from openhands_memory import EventStore  # noqa: E402
 
 CONVERSATION = "bench"  # bench/common.py's
 
