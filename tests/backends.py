@@ -23,21 +23,28 @@ def postgres_server():
     if given:
         yield given
         return
+    server, url = start_server()
+    try:
+        yield url
+    finally:
+        server.__exit__(None, None, None)
+
+
+def start_server(**settings):
+    """(the server's context manager, its URL): a throwaway server started (settings: see
+    ``tools.pg_server.throwaway_server``); the caller exits the manager. Without the server
+    binaries the test is skipped, or fails under ``OHM_REQUIRE_POSTGRES=1``."""
     from tools.pg_server import throwaway_server
 
     try:
-        server = throwaway_server()
-        url = server.__enter__()
+        server = throwaway_server(**settings)
+        return server, server.__enter__()
     except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
         detail = getattr(e, "stderr", b"") or b""
         reason = f"no PostgreSQL server could be started: {e} {detail.decode(errors='replace')[-300:]}"
         if os.environ.get("OHM_REQUIRE_POSTGRES") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
-    try:
-        yield url
-    finally:
-        server.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="session")

@@ -43,6 +43,7 @@ from openhands_memory.errors import (
 from openhands_memory import EventStore
 
 from .. import factories as f
+from ..backends import start_server
 from ..sdk_shape import sdk_history
 from .conftest import REPO, CliRun, run_cli
 
@@ -212,20 +213,12 @@ class OwnServer:
 
 @pytest.fixture(scope="module")
 def own_server() -> Iterator[OwnServer]:
-    from tools.pg_server import FAST, throwaway_server
+    from tools.pg_server import FAST
 
     # Commits reach the kernel before they are acknowledged (synchronous_commit=local, not
     # FAST's off): an immediate restart must not take acknowledged commits with it. A
     # session that asks for synchronous_commit=on waits for the standby that never comes.
-    server = throwaway_server(settings=f"{FAST} -c synchronous_commit=local -c synchronous_standby_names=nobody")
-    try:
-        url = server.__enter__()
-    except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
-        detail = getattr(e, "stderr", b"") or b""
-        reason = f"no PostgreSQL server could be started: {e} {detail.decode(errors='replace')[-300:]}"
-        if os.environ.get("OHM_REQUIRE_POSTGRES") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    server, url = start_server(settings=f"{FAST} -c synchronous_commit=local -c synchronous_standby_names=nobody")
     try:
         with admin(url) as conn:
             data = Path(conn.execute("SHOW data_directory").fetchone()[0])
