@@ -78,8 +78,8 @@ def test_both_backends_provide_the_contract_with_its_signatures(session):
 
 def test_the_checker_sees_an_unlisted_statement(monkeypatch):
     """The contract test can fail: a statement missing from the contract is reported."""
-    monkeypatch.setattr(contract, "STATEMENTS", tuple(n for n in contract.STATEMENTS if n != "last_id"))
-    with pytest.raises(AssertionError, match="last_id"):
+    monkeypatch.setattr(contract, "STATEMENTS", tuple(n for n in contract.STATEMENTS if n != "last_seq"))
+    with pytest.raises(AssertionError, match="last_seq"):
         test_every_statement_called_is_in_the_contract()
 
 
@@ -118,9 +118,9 @@ def test_event_statements(database_url):
         with rec.writing() as db:
             db.insert_conversation("c", "2026-01-01T00:00:00", {})
         with rec.writing("c") as db:
-            assert db.last_id("c") == -1
+            assert db.last_seq("c") == -1
             db.insert_events(_rows("c", 0, events))
-            assert db.last_id("c") == 4 and db.last_id("c", upto=2) == 2
+            assert db.last_seq("c") == 4 and db.last_seq("c", upto=2) == 2
         with rec.reading() as db:
             kind, payload = db.event("c", 1)
             assert kind == "MessageEvent" and events[1].id in payload
@@ -129,8 +129,8 @@ def test_event_statements(database_url):
             assert [r[0] for r in db.event_page("c", 0, 5, 2)] == [0, 1]
             assert db.event_page("c", 0, 5, 10, kinds=["ActionEvent"], columns="id, uid") == [
                 (2, events[2].id), (3, events[3].id)]
-            assert db.ids_of("c", 5, [events[4].id, "nope"]) == [(4, events[4].id)]
-            assert db.ids_of("c", 4, [events[4].id]) == []  # only ids before ``before`` count
+            assert db.seqs_of("c", 5, [events[4].id, "nope"]) == [(4, events[4].id)]
+            assert db.seqs_of("c", 4, [events[4].id]) == []  # only ids before ``before`` count
             assert db.batch_sizes("c", 4, {"r", "other"}) == {"r": 2}
             assert db.batch_sizes("c", 2, {"r"}) == {"r": 1}
 
@@ -184,11 +184,11 @@ def test_file_and_base_state_statements(database_url):
 
 
 def test_a_write_without_its_conversation_is_refused_by_the_library_not_the_driver(database_url):
-    """``last_id`` of a missing conversation is -1 (not an error): the writing context
+    """``last_seq`` of a missing conversation is -1 (not an error): the writing context
     tells a missing conversation from an empty one."""
     with EventStore(database_url) as store:
         with store.recorder.reading() as db:
-            assert db.last_id("ghost") == -1 and not db.conversation_exists("ghost")
+            assert db.last_seq("ghost") == -1 and not db.conversation_exists("ghost")
         conv = store.create_conversation("c")
         store.delete_conversation("c")
         with pytest.raises(ConversationNotFound):

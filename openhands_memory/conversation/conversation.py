@@ -130,7 +130,7 @@ class Conversation:
 
     def __len__(self) -> int:
         with self.store.reading() as db:
-            return db.last_id(self.id) + 1
+            return db.last_seq(self.id) + 1
 
     def get(self, seq: int) -> Event:
         """The event with sequence number ``seq`` (``Event.seq``; its ``id`` is the uid)."""
@@ -245,5 +245,5 @@ def duplicate_uid(db: Session, cid: str, events: Iterable[Event], before: int | 
             return e.id
         seen.add(e.id)
         uids.append(e.id)
-    found = db.ids_of(cid, END if before is None else before, uids)
+    found = db.seqs_of(cid, END if before is None else before, uids)
     return found[0][1] if found else None

@@ -120,7 +120,7 @@ class Writer:
                 resolve: Resolve | None) -> int:
         db, cid = self.db, self.conversation_id
         if self._next is None:
-            last = db.last_id(cid)
+            last = db.last_seq(cid)
             if last < 0 and not db.conversation_exists(cid):
                 raise ConversationNotFound(cid)
             self._next = last + 1

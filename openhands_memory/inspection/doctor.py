@@ -102,7 +102,7 @@ def expected_runs(db: Session, cid: str, seq: int, payload: str) -> list[ranges.
     data = json.loads(payload)
     runs = [(s, e) for s, e in data.get("forgotten_ranges") or [] if s <= e and s >= 0 and e < seq]
     uids = [u for u in data.get("forgotten_event_ids") or [] if isinstance(u, str)]
-    return ranges.merge(runs, ranges.runs_of(i for i, _ in db.ids_of(cid, seq, uids)))
+    return ranges.merge(runs, ranges.runs_of(i for i, _ in db.seqs_of(cid, seq, uids)))
 
 
 def _ids(db: Session, cid: str, problems: list[Problem]) -> int:

@@ -42,7 +42,7 @@ def summaries(store: "EventStore", ids: Sequence[str] | None = None) -> list[Con
         for cid, created, _ in db.conversations():
             if ids is not None and cid not in ids:
                 continue
-            last = db.last_id(cid)
+            last = db.last_seq(cid)
             runs = hidden.live(db, cid)
             visible, tokens, counted = db.visible_counts(cid, ranges.complement(runs, last) if last >= 0 else [])
             out.append(ConversationSummary(

@@ -30,7 +30,7 @@ def forgotten_runs(db: Session, cid: str, seq: int, cond: Condensation) -> list[
     event (such as the SDK's ``<id>-summary``) are ignored, as the SDK ignores them."""
     runs = validated_runs(cond, seq)
     if cond.forgotten_event_ids:
-        runs += ranges.runs_of(i for i, _ in db.ids_of(cid, seq, cond.forgotten_event_ids))
+        runs += ranges.runs_of(i for i, _ in db.seqs_of(cid, seq, cond.forgotten_event_ids))
     return ranges.merge(runs)
 
 

@@ -84,7 +84,8 @@ class Statements(Protocol):
 
     # --- events -----------------------------------------------------------------------
 
-    def last_id(self, cid: str, upto: int = END) -> int:
+    def last_seq(self, cid: str, upto: int = END) -> int:
+        """The conversation's newest sequence number at or before ``upto`` (-1: none)."""
         ...
 
     def insert_events(self, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -101,8 +102,8 @@ class Statements(Protocol):
         """Rows with ids in ``[start, stop)``, oldest first, at most ``limit``."""
         ...
 
-    def ids_of(self, cid: str, before: int, uids: Sequence[str]) -> list[tuple[int, str]]:
-        """(id, uid) of the events before ``before`` with these external ids."""
+    def seqs_of(self, cid: str, before: int, uids: Sequence[str]) -> list[tuple[int, str]]:
+        """(seq, uid) of the events before ``before`` with these external ids."""
         ...
 
     # --- condensations ----------------------------------------------------------------

@@ -246,10 +246,10 @@ class PostgresSession(Session):
             begin, self.pending_begin = self.pending_begin, None
             self.conn.execute(begin)
 
-    def last_id(self, cid: str, upto: int = END) -> int:
+    def last_seq(self, cid: str, upto: int = END) -> int:
         if upto == END and self.known_last is not None and self.known_last[0] == cid:
             return self.known_last[1]
-        return super().last_id(cid, upto)
+        return super().last_seq(cid, upto)
 
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
         import json
@@ -295,7 +295,7 @@ class PostgresSession(Session):
     def hold(self, cid: str) -> None:
         self.execute(LOCK.replace("%s", "?"), (cid,))
         # The version and last id cached at the transaction's start were another
-        # conversation's (or none): ``touch`` and ``last_id`` ask again for this one.
+        # conversation's (or none): ``touch`` and ``last_seq`` ask again for this one.
         self.version = None
         self.known_last = None
 

@@ -77,7 +77,7 @@ class Recorder(ABC):
         None when there is no such conversation. A backend may do it in fewer round trips
         than these statements take (see PostgreSQL's)."""
         with self.writing(conversation_id) as db:
-            first = db.last_id(conversation_id) + 1
+            first = db.last_seq(conversation_id) + 1
             if first == 0 and not db.conversation_exists(conversation_id):
                 return None
             counts = db.batch_sizes(conversation_id, first - 1, count) if count else {}

@@ -186,7 +186,7 @@ class Session(InspectionQueries):
 
     # --- events --------------------------------------------------------------------------
 
-    def last_id(self, cid: str, upto: int = END) -> int:
+    def last_seq(self, cid: str, upto: int = END) -> int:
         last = self.one("SELECT MAX(id) FROM event WHERE conversation_id = ? AND id <= ?", (cid, upto))
         return -1 if last is None else last
 
@@ -213,8 +213,8 @@ class Session(InspectionQueries):
             (cid, start, stop, *(kinds or ())),
         )
 
-    def ids_of(self, cid: str, before: int, uids: Sequence[str]) -> list[tuple[int, str]]:
-        """(id, uid) of the events before ``before`` with these external ids."""
+    def seqs_of(self, cid: str, before: int, uids: Sequence[str]) -> list[tuple[int, str]]:
+        """(seq, uid) of the events before ``before`` with these external ids."""
         found: list[tuple[int, str]] = []
         for chunk in chunks(list(uids), 500):
             found += self.all(

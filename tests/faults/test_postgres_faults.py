@@ -267,7 +267,7 @@ def test_postgres_read_ended_inside_a_callers_transaction_raises_then_works(pg):
     store = EventStore(url)
     with pytest.raises(ConnectionLost) as lost:
         with store.reading() as db:
-            assert db.last_id(CONV) == n - 1  # the snapshot is taken
+            assert db.last_seq(CONV) == n - 1  # the snapshot is taken
             terminate(url, [store.recorder.conn.info.backend_pid])
             db.conversations()  # a second statement cannot run in another snapshot
     message = str(lost.value)

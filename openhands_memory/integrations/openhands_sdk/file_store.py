@@ -159,7 +159,7 @@ class DatabaseFileStore(FileStore):
         if event.id != uid:
             raise ValueError(f"events/{paths.EVENT_NAME.format(index=index, uid=uid)}: the event's id is {event.id}")
         with self._writing() as w:
-            last = w.db.last_id(self.conversation_id)
+            last = w.db.last_seq(self.conversation_id)
             if index <= last:
                 raise FileExistsError(
                     f"event {index} of conversation {self.conversation_id} is already stored; the log is append-only"
@@ -194,7 +194,7 @@ class DatabaseFileStore(FileStore):
                 return found[1]
             case LengthMarker(length=length):
                 with self._reading() as db:
-                    if db.last_id(self.conversation_id) + 1 != length:
+                    if db.last_seq(self.conversation_id) + 1 != length:
                         raise FileNotFoundError(path)
                 return ""
             case OtherFile(path=clean):
@@ -212,7 +212,7 @@ class DatabaseFileStore(FileStore):
         with self._reading() as db:
             if isinstance(kind, Root):
                 entries = [paths.BASE_STATE] if db.base_state(self.conversation_id) is not None else []
-                if db.last_id(self.conversation_id) >= 0:
+                if db.last_seq(self.conversation_id) >= 0:
                     entries.append(paths.EVENTS_DIR + "/")
                 names = _children("", db.file_paths(self.conversation_id, ""))
                 return entries + [n for n in names if n not in entries]
@@ -261,12 +261,12 @@ class DatabaseFileStore(FileStore):
             case BaseState():
                 return db.base_state(cid) is not None
             case EventsDir():
-                return db.last_id(cid) >= 0
+                return db.last_seq(cid) >= 0
             case EventFile(index=index, uid=uid):
                 found = self._event_text(db, index)
                 return found is not None and found[0] == uid
             case LengthMarker(length=length):
-                return db.last_id(cid) + 1 == length
+                return db.last_seq(cid) + 1 == length
             case OtherFile(path=clean):
                 return db.file_content(cid, clean) is not None
         return False
