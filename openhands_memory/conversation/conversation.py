@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
+from ..allocation import collector_paused
 from ..errors import ConversationNotFound, DuplicateEventId, EventNotFound, MalformedEvent, NoCondensationAvailable
 from ..events import Condensation, CondensationRequest, Event
 from ..storage import END, IntegrityViolation, Session
@@ -174,7 +175,8 @@ class Conversation:
 
     def view(self, at: int | None = None) -> View:
         """What the agent sees now, or saw right after event ``at``."""
-        return self.views.get() if at is None else self.views.at(at)
+        with collector_paused():  # a long view decodes many events that all live on
+            return self.views.get() if at is None else self.views.at(at)
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import stat
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Union
 
 from .. import ranges
+from ..allocation import collector_paused
 from ..conversation import Conversation, duplicate_uid
 from ..errors import ConversationExists, ConversationNotFound, MalformedEvent, OpenHandsMemoryError
 from ..events import EVENT_CLASSES, Condensation, Event, event_from_dict
@@ -265,19 +265,6 @@ class Checker:
 # --- writing ---------------------------------------------------------------------------------
 
 
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Parsing allocates millions of small objects that all die young: collecting them while
-    they are alive only costs time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def write_conversation(
     store: "EventStore",
     conversation_id: str,
@@ -298,7 +285,7 @@ def write_conversation(
     """
     checker = Checker()
     now = datetime.now(timezone.utc).isoformat()
-    with no_gc(), Conversation(store, conversation_id).writing() as w:
+    with collector_paused(), Conversation(store, conversation_id).writing() as w:
         try:
             w.db.insert_conversation(conversation_id, now, metadata)
         except IntegrityViolation:

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import jsonl, legacy, sdk
+from ..allocation import collector_paused
 from ..storage.session import chunks
 from .common import (
     ImportFailed,
     ImportResult,
     Progress,
     load_json,
-    no_gc,
     open_regular,
     read_bounded,
     write_conversation,
@@ -109,7 +109,7 @@ def import_path(
     chunk: int = CHUNK,
 ) -> ImportResult:
     """Import ``path`` into ``store`` as a new conversation; see the module's docstring."""
-    with no_gc():
+    with collector_paused():
         return _import(store, Path(path), conversation_id, progress, chunk)
 
 

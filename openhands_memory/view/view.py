@@ -15,6 +15,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence, overload
 
+from ..allocation import collector_paused
 from ..events import Condensation, CondensationRequest, CondensationSummaryEvent, Event
 from .enforcement import Dropped, enforce, manipulation_indices, warn
 from .history import ListHistory
@@ -137,15 +138,16 @@ class View:
         """
         from .messages import Options, events_to_turns, turns_to_messages
 
-        if self._messages is None:
-            base = self._base
-            if base is not None and base._messages is not None:
-                self._messages = events_to_turns(self.events[len(base.events):], after=base._messages)
-            else:
-                self._messages = events_to_turns(self.events)
-            self._base = None
-        options = Options(vision, reasoning_content, cache_prompt, string_content)
-        return turns_to_messages(self._messages, options)
+        with collector_paused():
+            if self._messages is None:
+                base = self._base
+                if base is not None and base._messages is not None:
+                    self._messages = events_to_turns(self.events[len(base.events):], after=base._messages)
+                else:
+                    self._messages = events_to_turns(self.events)
+                self._base = None
+            options = Options(vision, reasoning_content, cache_prompt, string_content)
+            return turns_to_messages(self._messages, options)
 
     # --- construction ----------------------------------------------------------------
 
