@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sqlite3
+import time
 import uuid
 
 import pytest
@@ -459,6 +460,7 @@ def test_condensation_note_is_recorded(store, conv):
 # --- two processes, one conversation ------------------------------------------------------
 
 PER_PROCESS = 1000
+OVERLAP = 10  # each writer's append after which the other must have begun
 
 
 def _append_worker(path: str, conversation_id: str, tag: str, n: int, start) -> None:
@@ -469,6 +471,13 @@ def _append_worker(path: str, conversation_id: str, tag: str, n: int, start) -> 
         conv = store.conversation(conversation_id)
         start.wait(timeout=30)  # start together so that the appends interleave
         for i in range(n):
+            if i == OVERLAP:
+                # On a loaded machine one process may run its whole loop before the other
+                # is scheduled: whoever gets here first waits for the other's first append,
+                # so the two runs overlap (at least two switches of writer) by construction.
+                deadline = time.monotonic() + 30
+                while len(conv) <= OVERLAP and time.monotonic() < deadline:
+                    time.sleep(0.001)
             conv.append(MessageEvent(
                 source="user", sender=tag,
                 llm_message=Message(role="user", content=[TextContent(text=f"{tag}:{i}")]),
