@@ -943,10 +943,6 @@ def _stepper(path: str, cid: str, done, out) -> None:
         store.close()
 
 
-def _condensations(store: EventStore, cid: str) -> int:
-    return store.db.execute("SELECT COUNT(*) FROM condensation WHERE conversation_id = ?", (cid,)).fetchone()[0]
-
-
 def _appender(path: str, cid: str, units: int, done) -> None:
     store = EventStore(path)
     conv = store.conversation(cid)
@@ -957,13 +953,6 @@ def _appender(path: str, cid: str, units: int, done) -> None:
             else:
                 conv.append_many(pair(k, "out" * 30))
             time.sleep(0.001)
-            if k % 50 == 49:
-                # Every 50 units (~90 events, past max_size) wait for a stepper to condense:
-                # on a loaded machine the steppers could otherwise start after the last
-                # append, and the race the test is about would never run.
-                seen, deadline = _condensations(store, cid), time.monotonic() + 60
-                while _condensations(store, cid) == seen and time.monotonic() < deadline:
-                    time.sleep(0.005)
     finally:
         done.set()
         store.close()
