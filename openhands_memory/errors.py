@@ -53,6 +53,17 @@ class EventNotFound(OpenHandsMemoryError, LookupError):
         super().__init__(f"conversation {conversation_id!r} has no event {event_id}")
 
 
+class UnknownParent(MalformedEvent):
+    """An event names a parent (the SDK's ``parent_id``) that its conversation does not hold."""
+
+    def __init__(self, conversation_id: str, uid: str, parent: str):
+        self.uid, self.parent = uid, parent
+        super().__init__(
+            f"event {uid} names parent {parent!r}, which is not an event of conversation "
+            f"{conversation_id!r} (a parent must be appended before its children); nothing was written"
+        )
+
+
 class DuplicateEventId(OpenHandsMemoryError):
     def __init__(self, conversation_id: str, uid: str):
         self.uid = uid

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from sqlalchemy import JSON, BigInteger, Column, ForeignKeyConstraint, Index, LargeBinary, Text, text
+from sqlalchemy import JSON, BigInteger, Column, ForeignKeyConstraint, Index, Integer, LargeBinary, Text, text
 from sqlmodel import Field, SQLModel
 
 from .events import TOOL_KINDS
@@ -30,6 +30,9 @@ class ConversationRow(SQLModel, table=True):
     # The OpenHands SDK's base_state.json, byte for byte, for a conversation persisted through
     # DatabaseFileStore (revision 0005); NULL otherwise.
     base_state: Optional[str] = Field(default=None, sa_column=Column("base_state", Text, nullable=True))
+    # HEAD of the history tree (revision 0006): NULL while it is the newest row (every linear
+    # history), -1 when empty (the SDK's navigate_to(None)), else the leaf event's id.
+    head: Optional[int] = Field(default=None, sa_column=Column("head", Integer, nullable=True))
 
 
 # A row that is not of a tool loop's kinds (``events.TOOL_KINDS``, sorted: revision 0003 spells
@@ -64,6 +67,15 @@ class EventRow(SQLModel, table=True):
             sqlite_where=text(LOOP_EDGE_WHERE),
             postgresql_where=text(LOOP_EDGE_WHERE),
         ),
+        # The rows whose parent is not the row before them (revision 0006): a path to the
+        # root is one seek here per branch on it.
+        Index(
+            "ix_event_jump",
+            "conversation_id",
+            "id",
+            sqlite_where=text("parent_seq IS NOT NULL"),
+            postgresql_where=text("parent_seq IS NOT NULL"),
+        ),
         # Finding the newest request is a seek, not a scan.
         Index(
             "ix_event_request",
@@ -87,6 +99,9 @@ class EventRow(SQLModel, table=True):
     llm_visible: bool = False
     token_count: Optional[int] = Field(default=None, description="cached; NULL until counted")
     payload: str = Field(sa_column=Column(Text, nullable=False), description="the event's JSON")
+    # The parent's id when it is not the row before (a branch's first event); -1 for a new
+    # root; NULL otherwise (revision 0006).
+    parent_seq: Optional[int] = Field(default=None, sa_column=Column("parent_seq", Integer, nullable=True))
 
 
 class CondensationRow(SQLModel, table=True):

@@ -106,6 +106,8 @@ def synthesize(column: sa.Column, table: str, i: int) -> Any:
         return 1000 * (i + 1) + len(column.name)
     if isinstance(t, (sa.Float, sa.Numeric)):
         return i + 0.25 + len(column.name) / 1024
+    if isinstance(t, sa.types._Binary):  # BLOB, BYTEA
+        return f"{table}.{column.name}#{i}".encode() + bytes([0, 255])
     if isinstance(t, sa.String):  # Text, VARCHAR, ...
         return f"{table}.{column.name}#{i} 'quoted' \"double\" ünïcode ✓"
     raise AssertionError(
@@ -154,7 +156,7 @@ def read_back(conn: sa.Connection, expected: dict[str, list[dict[str, Any]]]) ->
 
 def normalized(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
     """Order-independent, type-exact comparison form (JSON text of each row, sorted)."""
-    return {name: sorted(json.dumps(r, sort_keys=True) for r in rows) for name, rows in tables.items()}
+    return {name: sorted(json.dumps(r, sort_keys=True, default=lambda b: bytes(b).hex()) for r in rows) for name, rows in tables.items()}
 
 
 def assert_rows_intact(conn: sa.Connection, expected: dict[str, list[dict[str, Any]]], when: str) -> None:

@@ -154,6 +154,7 @@ class ViewCache:
             data.last_condensation,
             dropped,
             hidden=old.hidden,
+            path=None if data.path is None else list(data.path),
             _base=old,
         )
         b.add(self.new_events)
@@ -184,9 +185,14 @@ class ViewCache:
                 self.data = None  # someone else's rows came first: read again
                 return
             if isinstance(e, Condensation):
+                if data.path is not None:  # on a branch: the runs in force are the path's
+                    self.clear()
+                    return
                 self._fold_condensation(data, e)
                 continue
             data.upto = e.seq
+            if data.path is not None:
+                data.path[-1] = (data.path[-1][0], e.seq)
             fact = RowFacts(e.seq, e.kind, e.has_thinking)  # type: ignore[attr-defined]
             data.facts.append(fact)
             self.new_facts.append(fact)
@@ -199,11 +205,14 @@ class ViewCache:
                     # Earlier actions of this batch may lie in forgotten ranges (a condensation
                     # landed mid-batch): count the whole batch up to this event in SQL (or
                     # take what the write counted before its rows, plus this one).
-                    if counts is not None:
+                    if counts is not None and data.path is None:
                         data.batch_sizes[rid] = counts.get(rid, 0) + 1
                     else:
                         with self.recorder.reading(snapshot=False) as db:
-                            data.batch_sizes.update(db.batch_sizes(data.conversation_id, e.seq, {rid}))
+                            data.batch_sizes.update(
+                                db.batch_sizes(data.conversation_id, e.seq, {rid}) if data.path is None
+                                else db.batch_sizes_on(data.conversation_id, data.path, {rid})
+                            )
                 else:
                     data.batch_sizes[rid] = data.batch_sizes.get(rid, 0) + 1
             if isinstance(e, CondensationRequest):

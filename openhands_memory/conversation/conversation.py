@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 from ..allocation import collector_paused
 from ..errors import ConversationNotFound, DuplicateEventId, EventNotFound, MalformedEvent, NoCondensationAvailable
 from ..events import Condensation, CondensationRequest, Event
-from ..storage import END, IntegrityViolation, Session
+from ..storage import END, IntegrityViolation, Session, tree
+from ..storage.recorder import FOLLOWS_HEAD
 from ..storage.codec import decode, event_row
 from ..view import View
 from .cache import ViewCache
@@ -63,7 +64,7 @@ class Conversation:
     def _committed(self, writer: Writer) -> None:
         """Give the events a committed transaction stored their ids, and fold them into the
         cached view (a bulk load makes it read again)."""
-        if writer.loaded:
+        if writer.loaded or writer.branched:
             self.views.clear()
             return
         events: list[Event] = []
@@ -88,7 +89,7 @@ class Conversation:
         if not events:
             return []
         try:
-            if any(isinstance(e, Condensation) for e in events):
+            if any(isinstance(e, Condensation) or e.parent_id is not None for e in events):
                 with self.writing() as w:
                     return w.append(events)
             return self._append_rows(events)
@@ -108,7 +109,10 @@ class Conversation:
         got = self.store.recorder.append(self.id, rows, self.views.counts_wanted(events))
         if got is None:
             raise ConversationNotFound(self.id)
-        first, version, counts = got
+        if got is FOLLOWS_HEAD:  # HEAD was moved back: the writing context gives parents
+            with self.writing() as w:
+                return w.append(events)
+        first, version, counts = got  # type: ignore[misc]
         for k, e in enumerate(events):
             e.with_seq(first + k)
         self.views.extend(events, version, counts)
@@ -173,10 +177,57 @@ class Conversation:
     def __iter__(self) -> Iterator[Event]:
         return self.events()
 
-    def view(self, at: int | None = None) -> View:
-        """What the agent sees now, or saw right after event ``at``."""
+    def view(self, at: int | None = None, *, head: int | None = None) -> View:
+        """What the agent sees now (the path from HEAD to the root), or saw right after event
+        ``at`` (the path from ``at``). ``head``: the view HEAD at that event would give, which
+        is the same thing, for a branch other than HEAD's."""
+        if head is not None:
+            if at is not None and at != head:
+                raise ValueError("give at= or head=, not both")
+            at = head
         with collector_paused():  # a long view decodes many events that all live on
             return self.views.get() if at is None else self.views.at(at)
+
+    # --- the history tree (storage/tree.py) -------------------------------------------
+
+    @property
+    def head(self) -> int | None:
+        """HEAD: the event the next one follows (None when it is empty or there are none)."""
+        with self.store.reading() as db:
+            if not db.conversation_exists(self.id):
+                raise ConversationNotFound(self.id)
+            return tree.leaf(db, self.id)
+
+    def navigate(self, to: int | None) -> None:
+        """Move HEAD to event ``to`` (None: empty, so that the next event starts a new root),
+        as the OpenHands SDK's ``navigate_to`` does. Nothing is deleted: the events after it
+        stay stored on their branch, and the next append starts a new branch here. For a
+        conversation the SDK persisted, its ``base_state.json`` says the same."""
+        with self.store.writing(self.id) as db:
+            if not db.conversation_exists(self.id):
+                raise ConversationNotFound(self.id)
+            want = tree.normalized_head(db, self.id, tree.EMPTY if to is None else to)
+            db.set_head(self.id, want)
+            uid = None if to is None else db.uid_of(self.id, to)
+            state = db.base_state(self.id)
+            if state is not None:
+                db.set_base_state(self.id, tree.base_state_with_head(state, uid))
+            db.touch(self.id)
+        self.views.clear()
+
+    def branches(self) -> list[tree.Branch]:
+        """Every leaf of the history tree with its path (one per branch), oldest first."""
+        with self.store.reading() as db:
+            if not db.conversation_exists(self.id):
+                raise ConversationNotFound(self.id)
+            return tree.branches(db, self.id)
+
+    def fork(self, at: int | None = None, conversation_id: str | None = None) -> "Conversation":
+        """A new conversation holding the path from ``at`` (None: HEAD) to the root, as the
+        SDK's ``fork(from_event_id=...)`` makes one: the same events (same external ids),
+        condensations and forgotten ranges, numbered 0, 1, 2, ... along the path. It costs a
+        copy of the path's rows, done by the database in one transaction."""
+        return self.store.fork(self.id, at, conversation_id)
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..database import Durability, Location
-from ..errors import AmbiguousConversation, ConversationExists, ConversationNotFound
-from ..storage import IntegrityViolation, Recorder, Session, open_recorder
+from ..errors import AmbiguousConversation, ConversationExists, ConversationNotFound, EventNotFound
+from ..storage import IntegrityViolation, Recorder, Session, hidden, open_recorder, tree
 from .conversation import Conversation
 
 if TYPE_CHECKING:
@@ -125,6 +125,38 @@ class EventStore:
     def conversations(self) -> list[ConversationInfo]:
         with self.reading() as db:
             return [ConversationInfo(*row) for row in db.conversations()]
+
+    def fork(self, source: str, at: int | None = None, conversation_id: str | None = None) -> Conversation:
+        """A new conversation holding the path from event ``at`` (None: HEAD) of ``source`` to
+        the root, renumbered 0, 1, 2, ... (see ``Conversation.fork``); one transaction."""
+        cid = conversation_id or str(uuid.uuid4())
+        now = datetime.now(timezone.utc).isoformat()
+        try:
+            with self.writing() as db:
+                meta = db.metadata(source)
+                if meta is None:
+                    raise ConversationNotFound(source)
+                if at is not None and not 0 <= at <= db.last_seq(source):
+                    raise EventNotFound(source, at)
+                path = db.path(source, at)
+                moves, base = [], 0
+                for s, e in path:
+                    moves.append((s, e, base - s))
+                    base += e - s + 1
+                db.insert_conversation(cid, now, {**meta, "forked_from": {
+                    "conversation": source, "event": path[-1][1] if path else None}})
+                db.copy_path(source, cid, moves)
+                rewrites = []
+                for seq, payload in list(db.condensation_events(cid)):
+                    text = tree.shifted_condensation(payload, moves)
+                    if text is not None:
+                        rewrites.append((seq, text))
+                db.set_payloads(cid, rewrites)
+                hidden.rebuild(db, cid)
+                db.touch(cid)
+        except IntegrityViolation:
+            raise ConversationExists(cid) from None
+        return Conversation(self, cid)
 
     def delete_conversation(self, id: str) -> None:
         with self.writing(id) as db:

@@ -16,7 +16,6 @@ import logging
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
-from .. import ranges
 from ..events import Event
 from ..storage.codec import decode
 from ..view.tokens import TokenCounter, count_event
@@ -127,7 +126,7 @@ class RowTokens:
         and caching the rows not counted yet)."""
         rows = self.rows
         owned = self._owned or rows.claim(self.counter)
-        intervals = ranges.complement(view.hidden, view.upto) if view.upto >= 0 else []
+        intervals = view.intervals
         with rows.recorder.reading() as db:
             counts = db.token_counts(rows.conversation_id, intervals)
         if not owned:  # another counter's counts: not ours to use

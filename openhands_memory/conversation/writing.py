@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from ..errors import ConcurrentCondensation, ConversationNotFound
 from ..events import Condensation, Event
-from ..storage import Session, condensations
+from ..storage import Session, condensations, tree
 from ..storage.codec import event_row
 
 if TYPE_CHECKING:
@@ -82,6 +82,8 @@ class Writer:
         self.appended: list[tuple[list[Event], int]] = []  # (events, first id): for the cache
         self.loaded = False  # rows written by ``load``, which the cache does not see
         self.version: object = None  # what the transaction leaves (Session.touch), once written
+        self._head: int | None = None  # HEAD as stored, once read (see storage/tree.py)
+        self.branched = False  # a row was given a parent other than the row before it, or HEAD moved
 
     def append(self, events: Sequence[Event], payloads: Sequence[str] | None = None) -> list[int]:
         """Store events with the next ids (a Condensation with its bookkeeping); their ids.
@@ -104,10 +106,21 @@ class Writer:
         ``view`` it was made from: refused (``ConcurrentCondensation``, nothing written) when
         another condensation landed after that view was read. ``payload`` as in ``append``."""
         if view is not None:
-            latest = self.db.latest_condensation(self.conversation_id)
+            cid = self.conversation_id
+            path = self.db.path(cid)
+            if tree.is_prefix(path) and path[0][1] == self.db.last_seq(cid):
+                latest = self.db.latest_condensation(cid)
+            else:  # HEAD is on a branch: the condensations on its path
+                if not any(s <= view.upto <= e for s, e in path):
+                    raise ConcurrentCondensation(
+                        f"HEAD of conversation {cid!r} moved off the view's branch (up to event "
+                        f"{view.upto}) after the view was read; nothing was written: condense again "
+                        "from a fresh view"
+                    )
+                latest = self.db.path_ends(cid, path)[0]
             if latest != view.last_condensation:
                 raise ConcurrentCondensation(
-                    f"condensation {latest} landed in conversation {self.conversation_id!r} after "
+                    f"condensation {latest} landed in conversation {cid!r} after "
                     f"the view (up to event {view.upto}) was read; nothing was written: condense "
                     "again from a fresh view"
                 )
@@ -124,12 +137,16 @@ class Writer:
             if last < 0 and not db.conversation_exists(cid):
                 raise ConversationNotFound(cid)
             self._next = last + 1
+            self._head = db.head(cid)
         first = self._next
         texts = payloads if payloads is not None else [None] * len(events)
         count = self._tokens.count_new
         db.insert_events([
             event_row(cid, first + k, e, p, tokens=count(e)) for k, (e, p) in enumerate(zip(events, texts))
         ])
+        parents = tree.store(db, cid, first, events, self._head)
+        self._head = parents.head
+        self.branched = self.branched or bool(parents.jumps) or parents.head_changed
         for k, e in enumerate(events):
             if isinstance(e, Condensation):
                 seq = first + k

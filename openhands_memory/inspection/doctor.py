@@ -231,7 +231,10 @@ def check_conversation(db: Session, cid: str, full: bool,
     _calls(db, cid, latest, problems, plan, min_age)
     _condensations(db, cid, latest - 1, problems, plan)
     if not plan.missing_rows:
-        _hidden_latest(db, cid, latest, previous, problems, plan)
+        if db.jumps(cid):  # a history tree: runs in force depend on each condensation's path
+            _hidden_full(db, cid, problems, plan)
+        else:
+            _hidden_latest(db, cid, latest, previous, problems, plan)
     return problems, plan, count
 
 

@@ -150,9 +150,15 @@ class Statements(Protocol):
 
     # --- the view (see view/query.py) -------------------------------------------------
 
-    def view_head(self, cid: str, upto: int) -> tuple[int, int | None, int | None, list[Run] | None]:
-        """``view_ends``, and the live hidden runs when they are the ones in force at
-        ``upto`` (no condensation after it), else None."""
+    def view_ends(self, cid: str, upto: int) -> tuple[int, int | None, int | None]:
+        """(the last event id <= upto, the newest condensation <= upto, the newest overall)."""
+        ...
+
+    def view_head(
+        self, cid: str, at: int | None
+    ) -> tuple[int, int | None, int | None, list[Run] | None, list[Run]]:
+        """``view_ends`` up to ``at``, the live hidden runs when they are the ones in force
+        there (else None), and the path from the view's leaf to the root."""
         ...
 
     def view_tail(
@@ -171,6 +177,57 @@ class Statements(Protocol):
 
     def batch_sizes(self, cid: str, upto: int, rids: Iterable[str]) -> dict[str, int]:
         """How many ActionEvents with id <= upto each response id has (absent: none)."""
+        ...
+
+    # --- the history tree (see tree.py) ---------------------------------------------------
+
+    def path(self, cid: str, at: int | None = None) -> list[Run]:
+        """The intervals of ids on the path from ``at`` (None: HEAD) to the root."""
+        ...
+
+    def head(self, cid: str) -> int | None:
+        ...
+
+    def set_head(self, cid: str, head: int | None) -> None:
+        ...
+
+    def uid_of(self, cid: str, seq: int) -> str | None:
+        ...
+
+    def set_payloads(self, cid: str, payloads: Sequence[tuple[int, str]]) -> None:
+        ...
+
+    def set_parents(self, cid: str, parents: Sequence[tuple[int, int]]) -> None:
+        ...
+
+    def chains_between(self, cid: str, lo: int, hi: int) -> bool:
+        ...
+
+    def jumps(self, cid: str) -> list[tuple[int, int]]:
+        ...
+
+    def last_node(self, cid: str, lo: int, hi: int) -> int | None:
+        ...
+
+    def hidden_on_path(self, cid: str, path: Sequence[Run]) -> list[tuple[int, int, int, int | None]]:
+        ...
+
+    def close_hidden_rows(self, cid: str, until: int, keys: Iterable[tuple[int, int]]) -> None:
+        ...
+
+    def path_ends(self, cid: str, path: Sequence[Run]) -> tuple[int | None, int | None]:
+        ...
+
+    def branch_tail(
+        self, cid: str, intervals: Sequence[Run], edges: Sequence[tuple[int, int, int | None, int | None]],
+        path: Sequence[Run],
+    ) -> tuple[list[tuple], list[tuple], tuple | None]:
+        ...
+
+    def batch_sizes_on(self, cid: str, path: Sequence[Run], rids: Iterable[str]) -> dict[str, int]:
+        ...
+
+    def copy_path(self, source: str, target: str, moves: Sequence[tuple[int, int, int]]) -> None:
         ...
 
     # --- token counts (see conversation/tokens.py) ------------------------------------

@@ -54,36 +54,71 @@ def bridge(db: Session, cid: str, runs: list[Run], settled: Iterable[Run] = ()) 
 
 
 def apply(db: Session, cid: str, condensation_id: int, forgotten: list[Run]) -> list[Run]:
-    """Fold what condensation ``condensation_id`` forgot into the hidden runs; returns the
-    live runs after it. Runs inside the caller's write transaction."""
-    before = db.hidden_live(cid)
+    """Fold what condensation ``condensation_id`` forgot into the hidden runs of its path;
+    returns the runs hidden on it after. Runs inside the caller's write transaction."""
+    path = db.path(cid, condensation_id)
+    if len(path) == 1 and path[0][0] == 0:  # no branch on its path: the live runs are its
+        before = db.hidden_live(cid)
+        if not forgotten:
+            return before
+        after = bridge(db, cid, ranges.merge(before, forgotten), settled=before)
+        old, new = set(before), set(after)
+        db.close_hidden(cid, condensation_id, sorted(s for s, _ in old - new))
+        db.open_hidden(cid, condensation_id, sorted(new - old))
+        return after
+    rows = db.hidden_on_path(cid, path)
+    before = ranges.merge((s, e) for _, s, e, _ in rows)
     if not forgotten:
         return before
-    after = bridge(db, cid, ranges.merge(before, forgotten), settled=before)
-    old, new = set(before), set(after)
-    db.close_hidden(cid, condensation_id, sorted(s for s, _ in old - new))
-    db.open_hidden(cid, condensation_id, sorted(new - old))
+    after = bridge(db, cid, ranges.merge(before, forgotten))
+    _fold_on_path(rows, after, lambda keys: db.close_hidden_rows(cid, condensation_id, keys),
+                  lambda runs: db.open_hidden(cid, condensation_id, runs))
     return after
+
+
+def _fold_on_path(rows: list[tuple[int, int, int, int | None]], after: list[Run], close, open_) -> None:
+    """Close the live runs of ``rows`` (the runs in force on a path) that ``after`` replaces,
+    and open the runs of ``after`` that are new. A run in force here but merged away on
+    another branch (``until`` set) stays as it is: a run of ``after`` covers it."""
+    new = set(after)
+    close(sorted((f, s) for f, s, e, u in rows if u is None and (s, e) not in new))
+    have = {(s, e) for _, s, e, _ in rows}
+    open_(sorted(new - have))
 
 
 def replay(db: Session, cid: str) -> list[tuple[int, int, int, int | None]]:
     """The hidden runs the ``forgotten_range`` rows imply, as (from_id, start, end, until_id)
-    rows, computed without writing (``doctor`` compares them with what is stored)."""
-    rows: dict[tuple[int, int], list] = {}  # (start, from_id) of a run -> its row
-    live_runs: list[Run] = []
-    live_from: dict[Run, int] = {}
+    rows, computed without writing (``doctor`` compares them with what is stored). On a
+    history tree, each condensation folds into the runs in force on its own path."""
+    rows: dict[tuple[int, int], list] = {}  # (from_id, start) of a run -> its row
+    branched = bool(db.jumps(cid))
+
+    def in_force(cond: int) -> list[list]:
+        if not branched:
+            return [r for r in rows.values() if r[3] is None]
+        path = db.path(cid, cond)
+
+        def on(seq: int | None) -> bool:
+            return seq is not None and any(s <= seq <= e for s, e in path)
+
+        return [r for r in rows.values() if on(r[0]) and (r[3] is None or not on(r[3]))]
 
     def fold(cond: int, forgotten: list[Run]) -> None:
-        nonlocal live_runs
         if not forgotten:
             return
-        after = bridge(db, cid, ranges.merge(live_runs, forgotten), settled=live_runs)
-        for run in set(live_runs) - set(after):
-            rows[(run[0], live_from.pop(run))][3] = cond
-        for run in set(after) - set(live_runs):
-            live_from[run] = cond
-            rows[(run[0], cond)] = [cond, run[0], run[1], None]
-        live_runs = after
+        force = in_force(cond)
+        before = ranges.merge((r[1], r[2]) for r in force)
+        after = bridge(db, cid, ranges.merge(before, forgotten), settled=() if branched else before)
+
+        def close(keys: list[tuple[int, int]]) -> None:
+            for key in keys:
+                rows[key][3] = cond
+
+        def open_(runs: list[Run]) -> None:
+            for s, e in runs:
+                rows[(cond, s)] = [cond, s, e, None]
+
+        _fold_on_path([tuple(r) for r in force], after, close, open_)  # type: ignore[misc]
 
     pending: list[Run] = []
     current: int | None = None

@@ -42,14 +42,12 @@ from ..errors import (
     StatementTimeout,
 )
 from .codec import EVENT_COLUMNS
-from .recorder import QueryResult, Recorder
+from .recorder import FOLLOWS_HEAD, QueryResult, Recorder
 from .session import (
     END,
-    HIDDEN_LIVE,
     INSERT_CONDENSATION,
     INSERT_EVENT,
     INSERT_RANGE,
-    VIEW_ENDS,
     IntegrityViolation,
     Session,
 )
@@ -112,6 +110,8 @@ def append_sql(n: int) -> str:
         f"SELECT %s, n.next + v.k, {', '.join('v.' + c for c in APPEND_COLUMNS)} "
         "FROM (SELECT COALESCE(MAX(id), -1) + 1 AS next FROM event WHERE conversation_id = %s) n "
         f"CROSS JOIN (VALUES {', '.join([row] * n)}) AS v(k, {names}) "
+        # Nothing when HEAD was moved back: the rows then need parents (Recorder.append).
+        "WHERE (SELECT head FROM conversation WHERE id = %s) IS NULL "
         "RETURNING id"
     )
 
@@ -232,13 +232,6 @@ class PostgresSession(Session):
         except Exception as e:
             self.translate(e)
             raise
-
-    def view_head(self, cid: str, upto: int) -> tuple[int, int | None, int | None, list[Any] | None]:
-        # The live runs are read whatever the ends say (one round trip for both); they are
-        # the ones in force unless a condensation lies after ``upto`` (a view in the past).
-        (ends,), live = self.run_all([(VIEW_ENDS, (cid, upto, cid, upto, cid)), (HIDDEN_LIVE, (cid,))])
-        last, cond, newest = ends
-        return (-1 if last is None else last), cond, newest, ([(s, e) for s, e in live] if cond == newest else None)
 
     def send_begin(self) -> None:
         """Send a pending ``BEGIN`` on its own (before COPY, which no pipeline carries)."""
@@ -575,6 +568,7 @@ class PostgresRecorder(Recorder):
         for k, row in enumerate(rows):
             params.append(k)
             params.extend(row[2:])
+        params.append(conversation_id)
         count = sorted(set(count))[:500]  # a view asks for the few response ids new to it
         count_params = [conversation_id, 2**31 - 1, *count]  # every id (the column is an INTEGER)
         with self._lock:
@@ -604,6 +598,8 @@ class PostgresRecorder(Recorder):
                 version = None if row is None else row[0]
                 ids = [r[0] for r in inserted.fetchall()]
                 found = [tuple(r) for r in counted.fetchall()] if counted is not None else []
+        if not ids and version is not None:
+            return FOLLOWS_HEAD
         ids.sort()
         # The conversation's row is there (else the insert's foreign key would have refused).
         assert version is not None and ids == list(range(ids[0], ids[0] + len(rows))), ids

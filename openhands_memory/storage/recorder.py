@@ -19,6 +19,10 @@ from typing import Any, Iterator, Sequence
 from .session import Session
 
 
+#: What ``Recorder.append`` returns, having written nothing, when HEAD is not the newest row.
+FOLLOWS_HEAD = object()
+
+
 class Recorder(ABC):
     """One database connection, guarded by a lock (a store is used by one thread at a time;
     the lock makes a second thread wait instead of corrupting a transaction)."""
@@ -69,17 +73,21 @@ class Recorder(ABC):
 
     def append(
         self, conversation_id: str, rows: Sequence[tuple[Any, ...]], count: Sequence[str] = ()
-    ) -> tuple[int, Any, dict[str, int]] | None:
+    ) -> tuple[int, Any, dict[str, int]] | None | object:
         """Append ``rows`` (``codec.event_row`` tuples; the id in each is ignored) to the
         conversation in a write transaction of their own, with the next ids: (the first id,
         the version the write left, how many ActionEvents each response id in ``count`` had
         before these rows — a view cache's batch sizes, read in the same transaction), or
-        None when there is no such conversation. A backend may do it in fewer round trips
-        than these statements take (see PostgreSQL's)."""
+        None when there is no such conversation, or ``FOLLOWS_HEAD`` (nothing written) when
+        HEAD was moved back, so that the rows need parents: the writing context gives them.
+        A backend may do it in fewer round trips than these statements take (see
+        PostgreSQL's)."""
         with self.writing(conversation_id) as db:
             first = db.last_seq(conversation_id) + 1
             if first == 0 and not db.conversation_exists(conversation_id):
                 return None
+            if db.head(conversation_id) is not None:
+                return FOLLOWS_HEAD
             counts = db.batch_sizes(conversation_id, first - 1, count) if count else {}
             db.insert_events([(row[0], first + k, *row[2:]) for k, row in enumerate(rows)])
             return first, db.touch(conversation_id), counts

@@ -73,6 +73,27 @@ LAST_REQUEST = (
     "AND kind = 'CondensationRequest'"
 )
 
+# The path from a leaf to the root, as id intervals, newest first (see tree.py): from each
+# leaf, the nearest row at or before it whose parent is not the row before it (one seek of
+# ix_event_jump) starts the interval, and that row's parent is the next leaf. The leaf is the
+# one asked for (``at``), else HEAD, else the newest row; an empty HEAD (-1) has no path.
+# Parents always precede their children, so the walk ends.
+PATH = (
+    "WITH RECURSIVE walk(leaf, j, depth) AS ("
+    "SELECT l.leaf, (SELECT MAX(id) FROM event WHERE conversation_id = ? AND parent_seq IS NOT NULL "
+    "AND id <= l.leaf), 0 FROM (SELECT COALESCE(CAST(? AS BIGINT), "
+    "(SELECT head FROM conversation WHERE id = ?), "
+    "(SELECT MAX(id) FROM event WHERE conversation_id = ?)) AS leaf) l WHERE l.leaf >= 0 "
+    "UNION ALL "
+    "SELECT p.parent_seq, (SELECT MAX(id) FROM event WHERE conversation_id = ? AND parent_seq IS NOT NULL "
+    "AND id <= p.parent_seq), w.depth + 1 FROM walk w JOIN event p ON p.conversation_id = ? AND p.id = w.j "
+    "WHERE p.parent_seq >= 0 AND w.depth < 1000000) "
+    "SELECT COALESCE(j, 0), leaf FROM walk"
+)
+#: The kinds that are not nodes of the SDK's tree (never HEAD: ConversationState.append_event).
+NON_NODE_KINDS = ("ConversationStateUpdateEvent",)
+NON_NODE_LIST = ", ".join(f"'{k}'" for k in NON_NODE_KINDS)
+
 # Intervals go to SQL as a VALUES list, so that reading a view costs a fixed number of
 # statements however many intervals it has.
 CHUNK = 4_000  # intervals per statement (two parameters each)
@@ -305,11 +326,20 @@ class Session(InspectionQueries):
         last, cond, newest = self.execute(VIEW_ENDS, (cid, upto, cid, upto, cid)).fetchone()
         return (-1 if last is None else last), cond, newest
 
-    def view_head(self, cid: str, upto: int) -> tuple[int, int | None, int | None, list[Run] | None]:
-        """``view_ends``, and the live hidden runs when they are the ones in force at
-        ``upto`` (no condensation after it), else None."""
-        last, cond, newest = self.view_ends(cid, upto)
-        return last, cond, newest, (self.hidden_live(cid) if cond == newest else None)
+    def view_head(
+        self, cid: str, at: int | None
+    ) -> tuple[int, int | None, int | None, list[Run] | None, list[Run]]:
+        """In one ``run_all``: ``view_ends`` up to ``at`` (None: all), the live hidden runs when
+        they are the ones in force there (no condensation after it; else None), and the path
+        from the view's leaf to the root (``path``), oldest interval first."""
+        upto = END if at is None else at
+        ends, live, walk = self.run_all([
+            (VIEW_ENDS, (cid, upto, cid, upto, cid)), (HIDDEN_LIVE, (cid,)), self.path_statement(cid, at),
+        ])
+        last, cond, newest = ends[0]
+        last = -1 if last is None else last
+        path = sorted((s, min(e, last)) for s, e in walk if s <= min(e, last))
+        return last, cond, newest, ([(s, e) for s, e in live] if cond == newest else None), path
 
     def view_tail(
         self, cid: str, intervals: Sequence[Run], upto: int
@@ -385,6 +415,170 @@ class Session(InspectionQueries):
             f"AND llm_response_id IN ({', '.join('?' for _ in range(n))}) "
             f"GROUP BY llm_response_id"
         )
+
+    # --- the history tree (see tree.py) ---------------------------------------------------
+
+    def path_statement(self, cid: str, at: int | None) -> tuple[str, list[Any]]:
+        return PATH, [cid, at, cid, cid, cid, cid]
+
+    def path(self, cid: str, at: int | None = None) -> list[Run]:
+        """The intervals of ids on the path from ``at`` (None: HEAD) to the root, oldest
+        first; empty for an empty HEAD."""
+        text, params = self.path_statement(cid, at)
+        return sorted((s, e) for s, e in self.all(text, params))
+
+    def head(self, cid: str) -> int | None:
+        """HEAD as stored: None while it is the newest row, -1 when empty, else an id."""
+        return self.one("SELECT head FROM conversation WHERE id = ?", (cid,))
+
+    def set_head(self, cid: str, head: int | None) -> None:
+        self.execute("UPDATE conversation SET head = ? WHERE id = ?", (head, cid))
+
+    def uid_of(self, cid: str, seq: int) -> str | None:
+        return self.one("SELECT uid FROM event WHERE conversation_id = ? AND id = ?", (cid, seq))
+
+    def set_payloads(self, cid: str, payloads: Sequence[tuple[int, str]]) -> None:
+        """Rewrite rows' JSON (a fork renumbers what its Condensations forgot by id)."""
+        self.executemany(
+            "UPDATE event SET payload = ? WHERE conversation_id = ? AND id = ?",
+            [(text, cid, seq) for seq, text in payloads],
+        )
+
+    def set_parents(self, cid: str, parents: Sequence[tuple[int, int]]) -> None:
+        """(id, parent id) of rows whose parent is not the row before them (-1: a root)."""
+        self.executemany(
+            "UPDATE event SET parent_seq = ? WHERE conversation_id = ? AND id = ?",
+            [(parent, cid, seq) for seq, parent in parents],
+        )
+
+    def chains_between(self, cid: str, lo: int, hi: int) -> bool:
+        """Whether every row with an id in [lo, hi] is a non-node whose parent is the row
+        before it: then a row after them whose parent is lo - 1 continues lo - 1's branch."""
+        return self.one(
+            "SELECT 1 FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? "
+            f"AND (kind NOT IN ({NON_NODE_LIST}) OR parent_seq IS NOT NULL) LIMIT 1",
+            (cid, lo, hi),
+        ) is None
+
+    def jumps(self, cid: str) -> list[tuple[int, int]]:
+        """(id, parent) of every row whose parent is not the row before it, by id."""
+        return self.all(
+            "SELECT id, parent_seq FROM event WHERE conversation_id = ? AND parent_seq IS NOT NULL ORDER BY id",
+            (cid,),
+        )
+
+    def last_node(self, cid: str, lo: int, hi: int) -> int | None:
+        """The newest row in [lo, hi] that is a node of the tree."""
+        return self.one(
+            "SELECT MAX(id) FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? "
+            f"AND kind NOT IN ({NON_NODE_LIST})",
+            (cid, lo, hi),
+        )
+
+    def hidden_on_path(self, cid: str, path: Sequence[Run]) -> list[tuple[int, int, int, int | None]]:
+        """(from, start, end, until) of the hidden runs in force on a path: written by a
+        condensation on it, and not merged away by one on it."""
+        cte, params = self.intervals_cte(path)
+        return self.all(
+            cte + "SELECT h.from_id, h.start_id, h.end_id, h.until_id FROM iv CROSS JOIN hidden_run h "
+            "ON h.conversation_id = ? AND h.from_id BETWEEN iv.s AND iv.e WHERE h.until_id IS NULL "
+            "OR NOT EXISTS (SELECT 1 FROM iv AS w WHERE h.until_id BETWEEN w.s AND w.e) ORDER BY h.start_id",
+            [*params, cid],
+        )
+
+    def close_hidden_rows(self, cid: str, until: int, keys: Iterable[tuple[int, int]]) -> None:
+        """Close the live runs ``(from, start)`` (``close_hidden`` where several branches may
+        each have a live run starting at one id)."""
+        self.executemany(
+            "UPDATE hidden_run SET until_id = ? WHERE conversation_id = ? AND until_id IS NULL "
+            "AND from_id = ? AND start_id = ?",
+            [(until, cid, f, s) for f, s in keys],
+        )
+
+    def path_ends(self, cid: str, path: Sequence[Run]) -> tuple[int | None, int | None]:
+        """(the newest condensation, the newest request) on a path."""
+        cte, params = self.intervals_cte(path)
+        row = self.execute(
+            cte + "SELECT (SELECT MAX(c) FROM (SELECT (SELECT MAX(id) FROM condensation WHERE conversation_id = ? "
+            "AND id BETWEEN iv.s AND iv.e) AS c FROM iv) x), "
+            "(SELECT MAX(r) FROM (SELECT (SELECT MAX(id) FROM event WHERE conversation_id = ? "
+            "AND id BETWEEN iv.s AND iv.e AND kind = 'CondensationRequest') AS r FROM iv) y)",
+            [*params, cid, cid],
+        ).fetchone()
+        return row[0], row[1]
+
+    def branch_tail(
+        self, cid: str, intervals: Sequence[Run], edges: Sequence[tuple[int, int, int | None, int | None]],
+        path: Sequence[Run],
+    ) -> tuple[list[tuple], list[tuple], tuple | None]:
+        """``view_tail`` for a view whose path branches: the rows of ``intervals``; the edges
+        of each (s, e, the row before s on the path when it is hidden, the row after e when
+        hidden), as ``view_edges``; the newest summary on the path."""
+        rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS)
+        edge_sql = []
+        for part in chunks(edges, CHUNK):
+            values = ", ".join("(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))"
+                               for _ in part)
+            edge_sql.append((
+                f"WITH iv(s, e, p, n) AS (VALUES {values}) SELECT iv.s, iv.e, "
+                "(SELECT CASE WHEN kind = 'ActionEvent' AND has_thinking THEN id END FROM event "
+                f"WHERE conversation_id = ? AND id <= iv.p AND {LOOP_EDGE} ORDER BY id DESC LIMIT 1), "
+                f"(SELECT kind IN ({TOOL_KIND_LIST}) AND NOT has_thinking FROM event "
+                "WHERE conversation_id = ? AND id = iv.n) FROM iv",
+                [*[x for quad in part for x in quad], cid, cid],
+            ))
+        cte, params = self.intervals_cte(path)
+        summary = (
+            cte + "SELECT c.id, e.uid, e.timestamp, c.summary, c.summary_offset FROM condensation c "
+            "JOIN event e ON e.conversation_id = c.conversation_id AND e.id = c.id "
+            "WHERE c.conversation_id = ? AND c.id = (SELECT MAX(m) FROM (SELECT (SELECT MAX(id) FROM condensation "
+            "WHERE conversation_id = ? AND id BETWEEN iv.s AND iv.e AND summary IS NOT NULL "
+            "AND summary_offset IS NOT NULL) AS m FROM iv) x)",
+            [*params, cid, cid],
+        )
+        results = self.run_all([*rows, *edge_sql, summary])
+        found_rows = [r for part in results[: len(rows)] for r in part]
+        found_edges = [r for part in results[len(rows) : len(rows) + len(edge_sql)] for r in part]
+        return found_rows, found_edges, (results[-1][0] if results[-1] else None)
+
+    def batch_sizes_on(self, cid: str, path: Sequence[Run], rids: Iterable[str]) -> dict[str, int]:
+        """``batch_sizes`` counting only the actions on a path."""
+        out: dict[str, int] = {}
+        for chunk in chunks(sorted(rids), 500):
+            cte, params = self.intervals_cte(path)
+            out.update(self.all(
+                cte + f"SELECT llm_response_id, COUNT(*) FROM event WHERE {self.no_index('conversation_id')} = ? "
+                f"AND kind = 'ActionEvent' AND llm_response_id IN ({', '.join('?' for _ in chunk)}) "
+                "AND EXISTS (SELECT 1 FROM iv WHERE id BETWEEN iv.s AND iv.e) GROUP BY llm_response_id",
+                [*params, cid, *chunk],
+            ))
+        return out
+
+    def copy_path(self, source: str, target: str, moves: Sequence[tuple[int, int, int]]) -> None:
+        """Copy the rows of a path into another conversation (a fork): ``moves`` are
+        (start, end, shift) per interval; each row lands at its id plus shift, and so do the
+        condensations and forgotten ranges among them (the hidden runs are rebuilt)."""
+        cols = [c for c in EVENT_COLUMNS if c not in ("conversation_id", "id")]
+        for s, e, shift in moves:
+            self.execute(
+                f"INSERT INTO event (conversation_id, id, {', '.join(cols)}) "
+                f"SELECT ?, id + ?, {', '.join(cols)} FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ?",
+                (target, shift, source, s, e),
+            )
+            self.execute(
+                "INSERT INTO condensation (conversation_id, id, summary, summary_offset, strategy, reason, config, "
+                "tokens_before, tokens_after) SELECT ?, id + ?, summary, summary_offset, strategy, reason, config, "
+                "tokens_before, tokens_after FROM condensation WHERE conversation_id = ? AND id BETWEEN ? AND ?",
+                (target, shift, source, s, e),
+            )
+        for s, e, shift in moves:
+            for t, u, v in moves:
+                self.execute(
+                    "INSERT INTO forgotten_range (conversation_id, condensation_id, start_id, end_id) "
+                    "SELECT ?, condensation_id + ?, start_id + ?, end_id + ? FROM forgotten_range "
+                    "WHERE conversation_id = ? AND condensation_id BETWEEN ? AND ? AND start_id BETWEEN ? AND ?",
+                    (target, shift, v, v, source, s, e, t, u),
+                )
 
     # --- token counts (see conversation/tokens.py) -----------------------------------------
 

@@ -9,6 +9,10 @@
    in the whole history (an indexed count), and whether a thinking tool loop runs across an
    interval edge (one seek of the loop-edge index, and one row after the edge).
 
+On a history tree (``storage/tree.py``) the view is that of the path from HEAD (or from
+``at``) to the root: its intervals instead of 0..upto, the hidden runs in force on it, and the
+newest summary and request on it.
+
 The statements are ``storage.Session``'s; each has a plan test (tests/test_query_plans.py).
 """
 
@@ -20,7 +24,7 @@ from typing import Any
 
 from .. import ranges
 from ..events import Event
-from ..storage import END, Session, hidden
+from ..storage import Session, hidden, tree
 from ..storage.codec import decode
 from .history import RowFacts, TailHistory, loop_spans
 
@@ -41,8 +45,9 @@ class ViewData:
     """Everything a view is computed from; the cache extends it as events are appended."""
 
     conversation_id: str
-    upto: int  # the last id the view covers; -1 for an empty conversation
+    upto: int  # the last id the view covers (its leaf); -1 for an empty conversation
     hidden: list[ranges.Run]
+    path: list[ranges.Run] | None  # the ids on the path to the root; None: all of 0..upto
     facts: list[RowFacts]  # every row in the visible intervals, in id order
     events: dict[int, Event]  # the LLM-visible ones among them, decoded
     open_loop_at: dict[int, int]
@@ -57,6 +62,11 @@ class ViewData:
         return self.last_request is not None and (
             self.last_condensation is None or self.last_request > self.last_condensation
         )
+
+    @property
+    def intervals(self) -> list[ranges.Run]:
+        """The ids the view shows (before enforcement), as intervals."""
+        return visible_intervals(self.path, self.hidden, self.upto)
 
     def history(self) -> TailHistory:
         spans = loop_spans(
@@ -82,18 +92,54 @@ def _edges(rows: Iterable[tuple[int, int, int | None, Any]], upto: int) -> tuple
     return open_loop_at, continues_after
 
 
-def load(db: Session, cid: str, at: int | None = None) -> ViewData:
-    """Read what the view of ``cid`` as it stood right after event ``at`` is made of.
+def visible_intervals(path: list[ranges.Run] | None, hidden_runs: list[ranges.Run], upto: int) -> list[ranges.Run]:
+    if path is None:
+        return ranges.complement(hidden_runs, upto) if upto >= 0 else []
+    return tree.subtract(path, hidden_runs)
 
-    A fixed number of statements, whatever the history: the ends, the hidden runs, the rows
-    of every visible interval, the interval edges, the batch counts, the summary, the request.
-    They go in three groups (``view_head``, ``view_tail``, the batch counts), each of which
-    a backend may send in one round trip.
+
+def load(db: Session, cid: str, at: int | None = None) -> ViewData:
+    """Read what the view of ``cid`` is made of: as it stood right after event ``at`` (the
+    path from ``at`` to the root), or now (the path from HEAD).
+
+    A fixed number of statements, whatever the history: the ends, the hidden runs and the
+    path, the rows of every visible interval, the interval edges, the batch counts, the
+    summary, the request. They go in three groups (``view_head``, ``view_tail``, the batch
+    counts), each of which a backend may send in one round trip. A path with branches on it
+    takes two statements more (its condensations, its hidden runs) and one group less.
     """
-    upto, last_cond, _newest, live = db.view_head(cid, END if at is None else at)
+    last, last_cond, newest, live, path = db.view_head(cid, at)
+    if not path or tree.is_prefix(path):
+        upto = path[0][1] if path else -1
+        if upto != last:  # HEAD (or ``at``) lies before the newest row: the ends up to it
+            last, last_cond, newest = db.view_ends(cid, upto)
+            live = None if last_cond != newest else live
+        return _load_prefix(db, cid, upto, last_cond, live)
+    return _load_branch(db, cid, path)
+
+
+def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: list[ranges.Run] | None) -> ViewData:
     runs = live if live is not None else hidden.at(db, cid, last_cond)
     intervals = ranges.complement(runs, upto) if upto >= 0 else []
     rows, edge_rows, summary, last_request = db.view_tail(cid, intervals, upto)
+    data = _data(cid, upto, runs, None, rows, edge_rows, summary, last_cond, last_request)
+    data.batch_sizes = db.batch_sizes(cid, upto, _response_ids(data))
+    return data
+
+
+def _load_branch(db: Session, cid: str, path: list[ranges.Run]) -> ViewData:
+    upto = path[-1][1]
+    last_cond, last_request = db.path_ends(cid, path)
+    runs = tree.hidden_in_force(db, cid, path)
+    intervals = tree.subtract(path, runs)
+    rows, edge_rows, summary = db.branch_tail(cid, intervals, tree.edge_quads(path, intervals), path)
+    data = _data(cid, upto, runs, path, rows, edge_rows, summary, last_cond, last_request)
+    data.batch_sizes = db.batch_sizes_on(cid, path, _response_ids(data))
+    return data
+
+
+def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | None, rows: list[tuple],
+          edge_rows: list[tuple], summary: tuple | None, last_cond: int | None, last_request: int | None) -> ViewData:
     facts: list[RowFacts] = []
     events: dict[int, Event] = {}
     for seq, kind, thinking, payload in rows:
@@ -101,17 +147,21 @@ def load(db: Session, cid: str, at: int | None = None) -> ViewData:
         if payload is not None:
             events[seq] = decode(kind, payload, seq)
     open_loop_at, continues_after = _edges(edge_rows, upto)
-    rids = {getattr(e, "llm_response_id") for e in events.values() if e.kind == "ActionEvent"}  # type: ignore[attr-defined]
     return ViewData(
         conversation_id=cid,
         upto=upto,
         hidden=runs,
+        path=path,
         facts=facts,
         events=events,
         open_loop_at=open_loop_at,
         continues_after=continues_after,
-        batch_sizes=db.batch_sizes(cid, upto, rids),
+        batch_sizes={},
         summary=Summary(*summary) if summary else None,
         last_condensation=last_cond,
         last_request=last_request,
     )
+
+
+def _response_ids(data: ViewData) -> set[str]:
+    return {getattr(e, "llm_response_id") for e in data.events.values() if e.kind == "ActionEvent"}  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ from ..events import Condensation, CondensationRequest, CondensationSummaryEvent
 from .enforcement import Dropped, enforce, manipulation_indices, warn
 from .history import ListHistory
 from .manipulation import ManipulationIndices
-from .query import ViewData
+from .query import ViewData, visible_intervals
 
 
 @dataclass
@@ -34,6 +34,9 @@ class View:
     last_condensation: int | None = None
     dropped: list[Dropped] = field(default_factory=list)
     hidden: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    # The ids on the path from this view's leaf (upto) to the root, on a history tree; None
+    # when that is every id from 0 to upto (no branch on the path).
+    path: list[tuple[int, int]] | None = field(default=None, repr=False)
     # Store ids of events a rewrite (masking) replaced with an in-memory version.
     replaced: frozenset[int] = frozenset()
     _indices: ManipulationIndices | None = field(default=None, repr=False, compare=False)
@@ -67,6 +70,11 @@ class View:
         """Deprecated: ``seqs`` (an event's ``id`` is its external uid)."""
         warnings.warn("View.ids is deprecated: use View.seqs", DeprecationWarning, stacklevel=2)
         return self.seqs
+
+    @property
+    def intervals(self) -> list[tuple[int, int]]:
+        """The stored ids this view shows (before enforcement dropped any), as intervals."""
+        return visible_intervals(self.path, self.hidden, self.upto)
 
     # --- condenser support -----------------------------------------------------------
 
@@ -106,6 +114,7 @@ class View:
             upto=self.upto,
             last_condensation=self.last_condensation,
             hidden=self.hidden,
+            path=self.path,
             replaced=self.replaced | replaced,
         )
 
@@ -198,6 +207,7 @@ class View:
             data.last_condensation,
             dropped,
             hidden=list(data.hidden),
+            path=None if data.path is None else list(data.path),
         )
 
 
