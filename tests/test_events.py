@@ -467,6 +467,8 @@ def test_default_sources_follow_the_sdk():
 @pytest.mark.parametrize("kind", ALL_KINDS)
 def test_database_round_trip(conv, kind):
     event = event_from_dict(representative(kind))  # a Condensation's ids name nothing stored: ignored
+    if event.parent_id is not None:  # a parent must be stored before its child, as in the SDK
+        conv.append(event_from_dict(representative("SystemPromptEvent")))
     seq = conv.append(event)
     back = conv.get(seq)
     assert back.seq == seq
@@ -476,7 +478,8 @@ def test_database_round_trip(conv, kind):
 
 
 def test_database_round_trip_all_kinds_in_one_conversation(conv):
-    events = [event_from_dict(representative(k)) for k in ALL_KINDS]
+    # The system prompt first: the message names it as its parent (parents come first).
+    events = [event_from_dict(representative(k)) for k in sorted(ALL_KINDS, key=lambda k: k != "SystemPromptEvent")]
     seqs = conv.append_many(events)
     assert seqs == list(range(len(events)))
     for seq, back in zip(seqs, conv.events()):

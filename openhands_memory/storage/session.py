@@ -480,7 +480,7 @@ class Session(InspectionQueries):
         condensation on it, and not merged away by one on it."""
         cte, params = self.intervals_cte(path)
         return self.all(
-            cte + "SELECT h.from_id, h.start_id, h.end_id, h.until_id FROM iv CROSS JOIN hidden_run h "
+            cte + "SELECT h.from_id, h.start_id, h.end_id, h.until_id FROM iv JOIN hidden_run h "
             "ON h.conversation_id = ? AND h.from_id BETWEEN iv.s AND iv.e WHERE h.until_id IS NULL "
             "OR NOT EXISTS (SELECT 1 FROM iv AS w WHERE h.until_id BETWEEN w.s AND w.e) ORDER BY h.start_id",
             [*params, cid],

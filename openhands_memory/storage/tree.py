@@ -91,12 +91,15 @@ def edge_quads(path: Sequence[Run], visible: Sequence[Run]) -> list[tuple[int, i
 
 def normalized_head(db: Session, cid: str, seq: int | None) -> int | None:
     """What ``conversation.head`` stores for HEAD at ``seq`` (None: the newest row; -1:
-    empty): None when ``seq`` is the newest row, or only non-nodes chained to it follow."""
+    empty): None when ``seq`` is a node and the newest row, or only non-nodes chained to it
+    follow (then the newest node, which ``leaf`` resolves None to, is ``seq``)."""
     if seq is None or seq == EMPTY:
         return seq
     last = db.last_seq(cid)
     if seq > last or seq < 0:
         raise EventNotFound(cid, seq)
+    if db.last_node(cid, seq, seq) != seq:  # HEAD on a non-node (the SDK allows it): say so
+        return seq
     return None if seq == last or db.chains_between(cid, seq + 1, last) else seq
 
 
@@ -180,18 +183,18 @@ def store(db: Session, cid: str, first: int, events: Sequence[Event], head: int 
     return parents
 
 
-def head_from_base_state(db: Session, cid: str, text: str | None) -> None:
+def head_from_base_state(db: Session, cid: str, text: str | None) -> bool:
     """Set HEAD from the SDK's ``base_state.json`` (``leaf_event_id``, ``head_is_empty``),
-    inside the caller's transaction. A leaf this conversation does not hold (yet) changes
-    nothing: the SDK writes an event before the state that names it."""
+    inside the caller's transaction; whether it changed. A leaf this conversation does not
+    hold (yet) changes nothing: the SDK writes an event before the state that names it."""
     if not text:
-        return
+        return False
     try:
         state = json.loads(text)
     except ValueError:
-        return
+        return False
     if not isinstance(state, dict):
-        return
+        return False
     if state.get("head_is_empty"):
         want: int | None = EMPTY
     else:
@@ -201,10 +204,12 @@ def head_from_base_state(db: Session, cid: str, text: str | None) -> None:
         else:
             found = db.seqs_of(cid, END, [uid])
             if not found:
-                return
+                return False
             want = normalized_head(db, cid, found[0][0])
-    if db.head(cid) != want:
-        db.set_head(cid, want)
+    if db.head(cid) == want:
+        return False
+    db.set_head(cid, want)
+    return True
 
 
 def base_state_with_head(text: str, leaf_uid: str | None) -> str:
