@@ -99,7 +99,7 @@ def plan(path: Path, sql: str, params: tuple) -> list[str]:
 
 ONE_ROW_SEEK = re.compile(r"\bMAX\(|ORDER BY (\w+\.)?id DESC LIMIT 1", re.I)
 # Partial indexes that hold a conversation's few live rows, not its history.
-FEW_ROWS = ("ix_hidden_run_live",)
+FEW_ROWS = ("ix_hidden_run_live", "ix_event_jump")
 
 
 def bad_lines(sql: str, lines: list[str]) -> list[str]:
@@ -168,7 +168,22 @@ def condensation_written(store: EventStore) -> None:
     conv.view()
 
 
-WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written]
+def branch_steps(store: EventStore) -> None:
+    """A rewind to the middle of the history, a branch appended and condensed there, and a
+    view of the abandoned branch (history trees: storage/tree.py)."""
+    conv = store.conversation("sdk")
+    n = len(conv)
+    conv.navigate(n // 2)
+    conv.append(f.user("another way"))
+    for i in range(2):
+        conv.append_many([f.action(f"br-r{i}", f"br-c{i}"), f.observation(f"br-c{i}")])
+        conv.view().to_messages()
+    conv.step(LLMSummarizingCondenser(max_size=20, keep_first=4))
+    conv.view()
+    conv.view(at=n - 1)
+
+
+WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written, branch_steps]
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
@@ -260,12 +275,14 @@ EXPECTED_INDEX = {
     "kind = 'CondensationRequest'": "ix_event_request",
     "until_id IS NULL ORDER BY": "ix_hidden_run_live",
     "uid IN": "ux_event_uid",
+    "parent_seq IS NOT NULL AND id <=": "ix_event_jump",
 }
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
 def test_view_statements_use_their_index(files, which, tmp_path):
-    statements = record(files[which], first_view, tmp_path) + record(files[which], condensation_written, tmp_path)
+    statements = (record(files[which], first_view, tmp_path) + record(files[which], condensation_written, tmp_path)
+                  + record(files[which], branch_steps, tmp_path))
     for needle, index in EXPECTED_INDEX.items():
         found = [(sql, params) for sql, params in statements if needle in sql]
         assert found, needle
@@ -316,7 +333,7 @@ def pg_bad_nodes(sql: str, plan: dict, parent: str | None = None) -> list[str]:
     return bad
 
 
-PG_WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written]
+PG_WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written, branch_steps]
 
 
 @pytest.mark.parametrize("work", PG_WORK, ids=[w.__name__ for w in PG_WORK])

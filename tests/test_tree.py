@@ -191,3 +191,25 @@ def test_navigating_to_an_unknown_event_changes_nothing(database_url):
         with pytest.raises(EventNotFound):
             conv.navigate(2)
         assert conv.head == 1 and conv.view().seqs == [0, 1]
+
+
+def test_a_view_with_a_hundred_branches_on_its_path_is_a_few_statements(tmp_path):
+    """A path is found by one statement, whatever the branches on it; a view on a branch costs
+    two statements more than a linear one (its condensations, its hidden runs)."""
+    path = tmp_path / "tree.db"
+    with EventStore(path) as store:
+        conv = store.create_conversation("t")
+        conv.append_many([f.system(), f.user("task")])
+        for i in range(100):  # each step abandons one event: 100 branch points on HEAD's path
+            conv.append(f.user(f"abandoned {i}"))
+            conv.navigate(len(conv) - 2)
+            conv.append_many([f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}")])
+        conv.condense(AmortizedForgettingCondenser(max_size=60, keep_first=2))
+    with EventStore(path) as store:
+        statements: list[str] = []
+        store.recorder.conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        view = store.conversation("t").view()
+        store.recorder.conn.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert view.path is not None and len(view.path) == 101
+    counted = [s for s in statements if not s.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "PRAGMA"))]
+    assert len(counted) <= 12, counted
