@@ -205,7 +205,9 @@ class ViewCache:
                     # Earlier actions of this batch may lie in forgotten ranges (a condensation
                     # landed mid-batch): count the whole batch up to this event in SQL (or
                     # take what the write counted before its rows, plus this one).
-                    if counts is not None and data.path is None:
+                    # (The write counted the whole history; on a branch that is the path's
+                    # count too when it found none.)
+                    if counts is not None and (data.path is None or not counts.get(rid)):
                         data.batch_sizes[rid] = counts.get(rid, 0) + 1
                     else:
                         with self.recorder.reading(snapshot=False) as db:

@@ -89,7 +89,7 @@ class Conversation:
         if not events:
             return []
         try:
-            if any(isinstance(e, Condensation) or e.parent_id is not None for e in events):
+            if any(isinstance(e, Condensation) for e in events) or not _chained(events):
                 with self.writing() as w:
                     return w.append(events)
             return self._append_rows(events)
@@ -106,10 +106,10 @@ class Conversation:
         begins, the ids given inside; then the cached view learns them, as after ``writing``."""
         count = self.tokens.count_new
         rows = [event_row(self.id, -1, e, tokens=count(e)) for e in events]
-        got = self.store.recorder.append(self.id, rows, self.views.counts_wanted(events))
+        got = self.store.recorder.append(self.id, rows, self.views.counts_wanted(events), events[0].parent_id)
         if got is None:
             raise ConversationNotFound(self.id)
-        if got is FOLLOWS_HEAD:  # HEAD was moved back: the writing context gives parents
+        if got is FOLLOWS_HEAD:  # a branch: the writing context gives parents
             with self.writing() as w:
                 return w.append(events)
         first, version, counts = got  # type: ignore[misc]
@@ -286,6 +286,15 @@ class Conversation:
             return self.view()
         assert done.result is not None
         return done.result  # type: ignore[return-value]
+
+
+def _chained(events: Sequence[Event]) -> bool:
+    """Whether each event after the first has the one before it as parent (named, or by
+    default): then the rows need no parent of their own unless the first one does, which the
+    recorder's one-statement append checks (``Recorder.append``'s ``parent``)."""
+    if events[0].parent_id == tree.ROOT_PARENT_ID:
+        return False
+    return all(e.parent_id is None or e.parent_id == prev.id for prev, e in zip(events, events[1:]))
 
 
 def duplicate_uid(db: Session, cid: str, events: Iterable[Event], before: int | None = None) -> str | None:

@@ -110,8 +110,10 @@ def append_sql(n: int) -> str:
         f"SELECT %s, n.next + v.k, {', '.join('v.' + c for c in APPEND_COLUMNS)} "
         "FROM (SELECT COALESCE(MAX(id), -1) + 1 AS next FROM event WHERE conversation_id = %s) n "
         f"CROSS JOIN (VALUES {', '.join([row] * n)}) AS v(k, {names}) "
-        # Nothing when HEAD was moved back: the rows then need parents (Recorder.append).
-        "WHERE (SELECT head FROM conversation WHERE id = %s) IS NULL "
+        # Nothing when the rows start a branch (Recorder.append): HEAD was moved back, or the
+        # first row names a parent that is not the newest row.
+        "WHERE (SELECT head FROM conversation WHERE id = %s) IS NULL AND (CAST(%s AS TEXT) IS NULL "
+        "OR (SELECT uid FROM event WHERE conversation_id = %s AND id = n.next - 1) = CAST(%s AS TEXT)) "
         "RETURNING id"
     )
 
@@ -549,8 +551,9 @@ class PostgresRecorder(Recorder):
             self.conn.close()
 
     def append(
-        self, conversation_id: str, rows: Sequence[tuple[Any, ...]], count: Sequence[str] = ()
-    ) -> tuple[int, Any, dict[str, int]] | None:
+        self, conversation_id: str, rows: Sequence[tuple[Any, ...]], count: Sequence[str] = (),
+        parent: str | None = None,
+    ) -> tuple[int, Any, dict[str, int]] | None | object:
         """One round trip: the lock (the version bump), an INSERT that numbers the rows from
         MAX(id) + 1 on the server and, when asked, the batch counts, pipelined. With no
         BEGIN, the statements before the pipeline's Sync are one implicit transaction,
@@ -563,12 +566,12 @@ class PostgresRecorder(Recorder):
         The counts are read after the INSERT (its ids are the server's), so the new rows'
         own actions are taken off them: what is left is what came before."""
         if not rows or len(rows) > APPEND_ROWS:
-            return super().append(conversation_id, rows, count)
+            return super().append(conversation_id, rows, count, parent)
         params: list[Any] = [conversation_id, conversation_id]
         for k, row in enumerate(rows):
             params.append(k)
             params.extend(row[2:])
-        params.append(conversation_id)
+        params.extend([conversation_id, parent, conversation_id, parent])
         count = sorted(set(count))[:500]  # a view asks for the few response ids new to it
         count_params = [conversation_id, 2**31 - 1, *count]  # every id (the column is an INTEGER)
         with self._lock:
