@@ -25,6 +25,7 @@ from openhands_memory.conversation import EventStore
 from openhands_memory.errors import NoCondensationAvailable
 from openhands_memory.events import ConversationStateUpdateEvent, Event
 from openhands_memory.inspection import doctor
+from openhands_memory.storage import tree
 from openhands_memory.view import View
 
 from . import factories as f
@@ -109,6 +110,8 @@ def run(url: str, cid: str, ops: list[tuple[str, int]]) -> None:
             assert conv.head == model.leaf
             want = View.from_events(model.path(model.leaf))
             assert shown(conv.view()) == shown(want), (op, arg)
+            with store.reading() as db:  # what stats and history count as shown
+                assert tree.visible_now(db, cid) == conv.view().intervals
             other = (arg * 7 + 3) % len(model.events)
             assert shown(conv.view(at=other)) == shown(View.from_events(model.path(other))), ("at", other)
         with EventStore(url) as fresh:

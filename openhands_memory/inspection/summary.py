@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .. import ranges
-from ..storage import hidden
+from ..storage import tree
 
 if TYPE_CHECKING:
     from ..conversation import EventStore
@@ -43,8 +42,7 @@ def summaries(store: "EventStore", ids: Sequence[str] | None = None) -> list[Con
             if ids is not None and cid not in ids:
                 continue
             last = db.last_seq(cid)
-            runs = hidden.live(db, cid)
-            visible, tokens, counted = db.visible_counts(cid, ranges.complement(runs, last) if last >= 0 else [])
+            visible, tokens, counted = db.visible_counts(cid, tree.visible_now(db, cid))
             out.append(ConversationSummary(
                 id=cid, created_at=created, events=last + 1, visible=visible,
                 tokens=tokens if counted else None, tokens_counted_events=counted,

@@ -244,6 +244,12 @@ def shifted_condensation(payload: str, moves: Sequence[tuple[int, int, int]]) ->
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
+def visible_now(db: Session, cid: str) -> list[Run]:
+    """The ids of HEAD's path that no condensation on it hides (what the view reads)."""
+    path = db.path(cid)
+    return subtract(path, hidden_in_force(db, cid, path)) if path else []
+
+
 def hidden_in_force(db: Session, cid: str, path: Sequence[Run]) -> list[Run]:
     """The ids hidden on a path, as sorted disjoint runs."""
     return ranges.merge((s, e) for _, s, e, _ in db.hidden_on_path(cid, path))
