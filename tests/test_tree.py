@@ -216,3 +216,19 @@ def test_a_view_with_a_hundred_branches_on_its_path_is_a_few_statements(tmp_path
     assert view.path is not None and len(view.path) == 101
     counted = [s for s in statements if not s.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "PRAGMA"))]
     assert len(counted) <= 12, counted
+
+
+def test_doctor_names_a_parent_that_does_not_precede_its_event(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "m.db"
+    with EventStore(path) as store:
+        conv = store.create_conversation("t")
+        conv.append_many([f.system(), f.user("a"), f.user("b")])
+        assert doctor.check(store, full=True).healthy
+    with sqlite3.connect(path) as db:  # a hand edit: a loop the library never writes
+        db.execute("UPDATE event SET parent_seq = 2 WHERE conversation_id = 't' AND id = 1")
+    with EventStore(path) as store:
+        report = doctor.check(store)
+        assert [p.check for p in report.problems] == ["tree"]
+        assert "events 1 name a parent that does not precede them" in report.problems[0].detail

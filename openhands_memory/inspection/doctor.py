@@ -213,11 +213,26 @@ def _hidden_latest(db: Session, cid: str, latest: int, previous: int | None, pro
                                 True, [latest]))
 
 
+def _tree(db: Session, cid: str, count: int, problems: list[Problem]) -> None:
+    """Parents precede their rows (else a path could loop) and HEAD is an event: a history
+    tree written by the library always is; a hand edit may not be. Not repaired: which parent
+    or HEAD was meant cannot be known."""
+    bad = [seq for seq, parent in db.jumps(cid) if not -1 <= parent < seq]
+    if bad:
+        problems.append(Problem(cid, "tree", f"events {ranges.text(bad)} name a parent that does not "
+                                "precede them (history tree); fix by hand", False, bad[:20]))
+    head = db.head(cid)
+    if head is not None and not -1 <= head < count:
+        problems.append(Problem(cid, "tree", f"HEAD names event {head}, which does not exist; "
+                                "navigate to an event to fix it"))
+
+
 def check_conversation(db: Session, cid: str, full: bool,
                        min_age: float = DEFAULT_MIN_AGE) -> tuple[list[Problem], Plan, int]:
     problems: list[Problem] = []
     plan = Plan()
     count = _ids(db, cid, problems)
+    _tree(db, cid, count, problems)
     if full:
         _calls(db, cid, -1, problems, plan, min_age)
         _condensations(db, cid, -1, problems, plan)
