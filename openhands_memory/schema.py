@@ -165,6 +165,13 @@ class HiddenRunRow(SQLModel, table=True):
             ["condensation.conversation_id", "condensation.id"],
             ondelete="CASCADE",
         ),
+        # A view on a branch reads the merged runs of its path's condensations: from this
+        # index alone (the live ones come from ix_hidden_run_live).
+        Index(
+            "ix_hidden_run_path", "conversation_id", "from_id", "until_id", "start_id", "end_id",
+            sqlite_where=text("until_id IS NOT NULL"),
+            postgresql_where=text("until_id IS NOT NULL"),
+        ),
         # The view reads the live runs: one range of this index, whatever the history.
         Index(
             "ix_hidden_run_live",

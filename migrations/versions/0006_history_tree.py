@@ -11,7 +11,9 @@ the row before them store one (``parent_seq``; -1 for a new root): a linear hist
 none, and existing files need no rewrite. ``ix_event_jump`` holds exactly those rows, so
 the path from a leaf to the root is one seek per branch on it (``Session.path``).
 ``conversation.head`` is HEAD: NULL while it is the newest row (every linear history), -1
-when it is empty (``navigate_to(None)``), else the event's id.
+when it is empty (``navigate_to(None)``), else the event's id. ``ix_hidden_run_path`` covers
+what a view on a branch reads of the merged hidden runs of its path's condensations (from,
+until, the run), so that read touches the index alone.
 """
 from typing import Sequence, Union
 
@@ -36,9 +38,16 @@ def upgrade() -> None:
         sqlite_where=sa.text('parent_seq IS NOT NULL'),
         postgresql_where=sa.text('parent_seq IS NOT NULL'),
     )
+    op.create_index('ix_hidden_run_path', 'hidden_run',
+                    ['conversation_id', 'from_id', 'until_id', 'start_id', 'end_id'], unique=False,
+                    sqlite_where=sa.text('until_id IS NOT NULL'),
+                    postgresql_where=sa.text('until_id IS NOT NULL'))
 
 
 def downgrade() -> None:
+    op.drop_index('ix_hidden_run_path', table_name='hidden_run',
+                  sqlite_where=sa.text('until_id IS NOT NULL'),
+                  postgresql_where=sa.text('until_id IS NOT NULL'))
     op.drop_index('ix_event_jump', table_name='event',
                   sqlite_where=sa.text('parent_seq IS NOT NULL'),
                   postgresql_where=sa.text('parent_seq IS NOT NULL'))

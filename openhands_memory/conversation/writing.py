@@ -146,7 +146,9 @@ class Writer:
         ])
         parents = tree.store(db, cid, first, events, self._head)
         self._head = parents.head
-        self.branched = self.branched or bool(parents.jumps) or parents.head_changed
+        # The cached view extends only along HEAD's path: rows that start a branch, move HEAD,
+        # or land while HEAD stays behind them (a non-node after a navigate) make it read again.
+        self.branched = self.branched or bool(parents.jumps) or parents.head_changed or parents.head is not None
         for k, e in enumerate(events):
             if isinstance(e, Condensation):
                 seq = first + k

@@ -477,13 +477,20 @@ class Session(InspectionQueries):
 
     def hidden_on_path(self, cid: str, path: Sequence[Run]) -> list[tuple[int, int, int, int | None]]:
         """(from, start, end, until) of the hidden runs in force on a path: written by a
-        condensation on it, and not merged away by one on it."""
+        condensation on it, and not merged away by one on it. The live runs (few, from their
+        partial index), then the merged ones whose merger lies in a gap of the path or past
+        its leaf (spelled out, read from the covering index ``ix_hidden_run_path``)."""
         cte, params = self.intervals_cte(path)
+        gaps = [(a[1] + 1, b[0] - 1) for a, b in zip(path, path[1:]) if b[0] > a[1] + 1]
+        closed_off = "".join(" OR h.until_id BETWEEN ? AND ?" for _ in gaps)
         return self.all(
-            cte + "SELECT h.from_id, h.start_id, h.end_id, h.until_id FROM iv JOIN hidden_run h "
-            "ON h.conversation_id = ? AND h.from_id BETWEEN iv.s AND iv.e WHERE h.until_id IS NULL "
-            "OR NOT EXISTS (SELECT 1 FROM iv AS w WHERE h.until_id BETWEEN w.s AND w.e) ORDER BY h.start_id",
-            [*params, cid],
+            cte + "SELECT h.from_id, h.start_id, h.end_id, h.until_id FROM hidden_run h "
+            "WHERE h.conversation_id = ? AND h.until_id IS NULL "
+            "AND EXISTS (SELECT 1 FROM iv WHERE h.from_id BETWEEN iv.s AND iv.e) "
+            "UNION ALL SELECT h.from_id, h.start_id, h.end_id, h.until_id FROM iv JOIN hidden_run h "
+            "ON h.conversation_id = ? AND h.from_id BETWEEN iv.s AND iv.e "
+            f"WHERE h.until_id IS NOT NULL AND (h.until_id > ?{closed_off}) ORDER BY 2",
+            [*params, cid, cid, path[-1][1], *[x for gap in gaps for x in gap]],
         )
 
     def close_hidden_rows(self, cid: str, until: int, keys: Iterable[tuple[int, int]]) -> None:
