@@ -111,7 +111,7 @@ def leaf(db: Session, cid: str) -> int | None:
     if head is not None:
         return head
     last = db.last_seq(cid)
-    return None if last < 0 else (db.last_node(cid, 0, last) if last >= 0 else None)
+    return None if last < 0 else db.last_node(cid, 0, last)
 
 
 @dataclass
