@@ -71,3 +71,35 @@ def test_export_import_round_trip_and_condense(filled, tmp_path):
     after = json.loads(run("view", db, "conv-1", "--json").output)["events"]
     assert len(after) < before
     assert "already at revision" in run("migrate", db).output
+
+
+def test_tree_commands(database_url):
+    """branches, navigate, fork, view --head and history's on_head_path, on either backend."""
+    db = database_url
+    with EventStore(db) as store:
+        conv = store.create_conversation("tree-1")
+        conv.append_many([f.system(), f.user("first"), f.action("r1", "c1"), f.observation("c1"), f.user("more")])
+        conv.navigate(2)
+        conv.append_many([f.observation("c1", "retried"), f.user("on the branch")])
+    branches = json.loads(run("branches", db, "tree", "--json").output)
+    assert [(b["leaf"], b["length"], b["fork"], b["head"], b["path"]) for b in branches] == [
+        (4, 5, None, False, [[0, 4]]), (6, 5, 2, True, [[0, 2], [5, 6]])]
+    assert run("branches", db, "tree-1").output.splitlines()[0] == (
+        "tree-1 · 7 events · 2 branches · HEAD at event 6 (*)")
+    first_line = json.loads(run("view", db, "tree-1", "--head", 4, "--json").output)
+    assert [e["id"] for e in first_line["events"]] == [0, 1, 2, 3, 4]
+    now = json.loads(run("view", db, "tree-1", "--json").output)
+    assert [e["id"] for e in now["events"]] == [0, 1, 2, 5, 6] and now["path"] == [[0, 2], [5, 6]]
+    history = json.loads(run("history", db, "tree-1", "--json").output)
+    assert [r["id"] for r in history if not r["on_head_path"]] == [3, 4]
+    assert run("navigate", db, "tree-1", 99, code=1).output == "Error: conversation 'tree-1' has no event 99\n"
+    assert json.loads(run("navigate", db, "tree-1", 4, "--json").output) == {"conversation": "tree-1", "head": 4}
+    assert json.loads(run("view", db, "tree-1", "--json").output)["upto"] == 4
+    made = json.loads(run("fork", db, "tree-1", "--at", 6, "--as", "copy", "--json").output)
+    assert made == {"conversation": "copy", "length": 5, "forked_from": "tree-1", "at": 6}
+    assert run("fork", db, "tree-1", "--as", "copy", code=1).output == (
+        "Error: a conversation with id 'copy' already exists\n")
+    listed = json.loads(run("conversations", db, "--format", "json").output)
+    assert sorted((c["id"], c["events"]) for c in listed) == [("copy", 5), ("tree-1", 7)]
+    assert run("navigate", db, "tree-1", "--root").output == (
+        "HEAD of tree-1 is empty now: the next event starts a new root\n")

@@ -31,11 +31,14 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "history": ("commands_events", "history", "Events", "Every event, forgotten ones marked."),
     "import": ("commands_io", "import_", "Events", "Import an OpenHands folder, a V0 trajectory or JSONL."),
     "export": ("commands_io", "export", "Events", "Export a conversation as JSONL or an OpenHands folder."),
+    "branches": ("commands_tree", "branches", "Branches", "The history tree: each branch's leaf, length and fork."),
+    "navigate": ("commands_tree", "navigate", "Branches", "Move HEAD to an event (the next one starts a branch)."),
+    "fork": ("commands_tree", "fork", "Branches", "Copy a branch's path into a new conversation."),
     "condense": ("commands_condense", "condense", "Condensing", "Run a condenser now (--dry-run to preview)."),
     "request-condensation": ("commands_condense", "request_condensation", "Condensing", "Ask for a condensation at the next step."),
     "demo": ("commands_demo", "demo", "Try it", "Build a demo database from a bundled agent session."),
 }
-SECTIONS = ("Database", "Events", "Condensing", "Try it")
+SECTIONS = ("Database", "Events", "Branches", "Condensing", "Try it")
 
 EPILOG = """\
 Examples:

@@ -17,6 +17,7 @@ from . import output_format
 from .describe import kind_label, one, source_label
 from .opening import conversation as open_conversation
 from .opening import judge, open_reader, shown, writing_store
+from .. import ranges
 from .output import Column, Table, echo_csv, echo_json, id_runs, note, term_width
 
 # --- append ----------------------------------------------------------------------------------
@@ -84,6 +85,7 @@ def view_json(view: Any) -> dict[str, Any]:
     return {
         "conversation": view.conversation_id,
         "upto": view.upto,
+        "path": None if view.path is None else [[a, b] for a, b in view.path],
         "last_condensation": view.last_condensation,
         "unhandled_condensation_request": view.unhandled_condensation_request,
         "dropped": [{"property": d.property, "ids": list(d.seqs), "uids": list(d.ids)} for d in view.dropped],
@@ -91,18 +93,34 @@ def view_json(view: Any) -> dict[str, Any]:
     }
 
 
-def echo_view(conversation_id: str, v: Any, historical: bool = False) -> None:
-    """The view as a table: a header line, one row per event, notes on stderr."""
+def path_text(path: Any, most: int = 4) -> str:
+    """A path's id intervals, ``0..2, 5..6``; past ``most`` of them, the last ones and a count."""
+    runs = [f"{s}..{e}" if e > s else f"{s}" for s, e in path]
+    if len(runs) > most:
+        runs = runs[:1] + [f"({len(runs) - most + 1} more)"] + runs[-(most - 2):]
+    return ", ".join(runs)
+
+
+def echo_view(conversation_id: str, v: Any, historical: bool = False, empty_head: bool = False) -> None:
+    """The view as a table: a header line, one row per event, notes on stderr.
+
+    On a history tree the view is the path from HEAD (or from the event asked for) to the
+    root: what it leaves out is counted among the events on that path, not among all ids."""
     if v.upto < 0:
-        click.echo(f"{conversation_id} has no events yet")
+        if empty_head:
+            click.echo(f"{conversation_id}: HEAD is empty, so the view is too (the next event starts a new root)")
+        else:
+            click.echo(f"{conversation_id} has no events yet")
         return
     summaries = sum(1 for e in v.events if e.seq is None)
+    on_path = v.upto + 1 if v.path is None else ranges.count(v.path)
+    where = "" if v.path is None else f" (path {path_text(v.path)})"
     click.echo(textwrap.fill(
         # Stored events and the summary counted apart, as `stats` and `conversations` count
         # visible events.
-        f"{conversation_id} · view {'as of' if historical else 'after'} event {v.upto} · "
+        f"{conversation_id} · view {'as of' if historical else 'after'} event {v.upto}{where} · "
         f"{len(v) - summaries:,} events" + (f" + {summaries} summary" if summaries else "")
-        + f" · {v.upto + 1 - (len(v) - summaries):,} of {v.upto + 1:,} left out",
+        + f" · {on_path - (len(v) - summaries):,} of {on_path:,} left out",
         term_width(), break_on_hyphens=False,
     ))
     table = Table([Column("id", ">"), Column("kind"), Column("source"), Column("preview", flex=True, min=10)])
@@ -124,44 +142,56 @@ def echo_view(conversation_id: str, v: Any, historical: bool = False) -> None:
 @click.argument("db")
 @click.argument("conversation", metavar="CONV")
 @click.option("--at", type=int, metavar="N", help="The view as it was right after event N.")
+@click.option("--head", type=int, metavar="N",
+              help="The view of the branch ending at event N (as HEAD at N would give it).")
 @output_format("table", "json", "messages")
-def view(db: str, conversation: str, at: int | None, fmt: str) -> None:
+def view(db: str, conversation: str, at: int | None, head: int | None, fmt: str) -> None:
     """What the agent sees now: the events sent to the model, with the summary in place.
 
+    On a history tree (see `branches`) that is the path from HEAD to the root; --head N
+    shows another branch's view, --at N the view right after event N (the same path).
     --format messages prints the provider messages (litellm's shape) instead.
 
     \b
     Example:
       openhands-memory view agent.db fix-bug
       openhands-memory view agent.db fix-bug --at 120 --format messages
+      openhands-memory view agent.db fix-bug --head 57
     """
+    if at is not None and head is not None:
+        raise click.UsageError("give --at or --head, not both")
     store = open_reader(db)
     conv = open_conversation(store, conversation)
     last = len(conv) - 1
-    if at is not None and not 0 <= at <= last:
-        raise click.BadParameter(
-            f"{conv.id} has events 0..{last}" if last >= 0 else f"{conv.id} has no events", param_hint="--at"
-        )
-    v = conv.view(at=at)
+    for value, hint in ((at, "--at"), (head, "--head")):
+        if value is not None and not 0 <= value <= last:
+            raise click.BadParameter(
+                f"{conv.id} has events 0..{last}" if last >= 0 else f"{conv.id} has no events", param_hint=hint
+            )
+    v = conv.view(at=at) if head is None else conv.view(head=head)
     if fmt == "json":
         echo_json(view_json(v))
         return
     if fmt == "messages":
         echo_json(v.to_messages())
         return
-    echo_view(conv.id, v, at is not None)
+    echo_view(conv.id, v, at is not None, empty_head=last >= 0 and at is None and head is None)
     store.close()
 
 
 # --- history ---------------------------------------------------------------------------------
 
 
-def history_rows(store: "EventStore", cid: str, start: int, stop: int | None) -> Iterator[dict[str, Any]]:
-    """The library's history rows, each with a one-line preview for the table."""
+def history_rows(store: "EventStore", cid: str, start: int, stop: int | None,
+                 path: list[ranges.Run]) -> Iterator[dict[str, Any]]:
+    """The library's history rows, each with a one-line preview for the table, and whether it
+    lies on HEAD's ``path`` (``on_head_path``: false for the events of other branches)."""
     from ..inspection import history
+    from ..inspection.history import on_path
 
     for row in history(store, cid, start, stop):
         out = row.as_dict()
+        out["on_head_path"] = on_path(path, row.id)
         info = row.condensation
         if info is not None:
             forgot = info["forgotten_ranges"]
@@ -189,14 +219,20 @@ def history(db: str, conversation: str, start: int, stop: int | None, fmt: str) 
 
     A forgotten event shows the id of the condensation that hid it (its "hid by" column); a
     condensation shows its strategy/reason, what it forgot and the start of its summary.
+    On a history tree, the events off HEAD's path (other branches) say "other" in a
+    "branch" column; JSON and CSV give every event's on_head_path.
 
     \b
     Example:
       openhands-memory history agent.db fix-bug --from 100 --to 140
     """
+    from ..inspection.history import head_path
+
     store = open_reader(db)
     cid = store.find_conversation(conversation)
-    rows = history_rows(store, cid, start, stop)
+    last = len(store.conversation(cid)) - 1 if fmt == "table" else -1  # read before the path
+    path = head_path(store, cid)
+    rows = history_rows(store, cid, start, stop, path)
     if fmt == "table":
         first = next(rows, None)
         if first is None:
@@ -209,18 +245,29 @@ def history(db: str, conversation: str, start: int, stop: int | None, fmt: str) 
             click.echo(("," if i else "") + "\n  " + json.dumps(row, ensure_ascii=False), nl=False)
         click.echo("\n]")
         return
-    keys = ["id", "uid", "kind", "source", "timestamp", "llm_visible", "forgotten_by", "preview"]
+    keys = ["id", "uid", "kind", "source", "timestamp", "llm_visible", "forgotten_by", "on_head_path", "preview"]
     if fmt == "csv":
         echo_csv(keys, ([r[k] for k in keys] for r in rows))
         return
-    table = Table([Column("id", ">"), Column("kind"), Column("source"), Column("hid by", ">"),
-                   Column("preview", flex=True, min=10)])
+    # The events in range off HEAD's path (other branches): a "branch" column says which,
+    # shown only when there are some, so that a history with no branches looks as it did.
+    hi = last if stop is None else min(stop, last)
+    off = [(max(s, start), min(e, hi)) for s, e in ranges.complement(path, last) if e >= start and s <= hi]
+    columns = [Column("id", ">"), Column("kind"), Column("source"), Column("hid by", ">")]
+    columns += [Column("branch")] if off else []
+    table = Table(columns + [Column("preview", flex=True, min=10)])
     for r in rows:
         style = None
         if r["kind"] == "Condensation":
             style = {"fg": "cyan"}
-        elif r["forgotten_by"] is not None:
+        elif r["forgotten_by"] is not None or not r["on_head_path"]:
             style = {"dim": True}
-        table.add([r["id"], kind_label(r["kind"]), source_label(r["source"]),
-                   "" if r["forgotten_by"] is None else f"#{r['forgotten_by']}", r["preview"]], style)
+        cells = [r["id"], kind_label(r["kind"]), source_label(r["source"]),
+                 "" if r["forgotten_by"] is None else f"#{r['forgotten_by']}"]
+        cells += ["" if r["on_head_path"] else "other"] if off else []
+        table.add(cells + [r["preview"]], style)
     table.echo()
+    if off:
+        n = ranges.count(off)
+        note(f"note: {n:,} event{'s' if n != 1 else ''} not on HEAD's path (other branches, see "
+             f"`branches`): {path_text(off, most=8)}")

@@ -75,11 +75,42 @@ def first_hiders(forgotten: list[tuple[int, int, int]]) -> list[tuple[int, int, 
     return sorted(out)
 
 
-def history(store: "EventStore", cid: str, start: int = 0, stop: int | None = None) -> Iterator[HistoryRow]:
-    """The events with ids in ``[start, stop]``, oldest first."""
+def head_path(store: "EventStore", cid: str) -> list[ranges.Run]:
+    """The id intervals on the path from HEAD to the root (storage/tree.py), oldest first:
+    the events the agent's view is made of. Empty for an empty HEAD; ``[(0, last)]`` for a
+    history with no branches."""
     with store.reading() as db:
-        spans = first_hiders(db.forgotten_ranges(cid))
-    k = 0
+        return db.path(cid)
+
+
+def on_path(path: list[ranges.Run], seq: int) -> bool:
+    """Whether ``seq`` lies on ``path`` (sorted, disjoint intervals)."""
+    k = bisect.bisect_right(path, (seq, 2**62)) - 1
+    return k >= 0 and path[k][0] <= seq <= path[k][1]
+
+
+class _Hiders:
+    """Which condensation first hid each id, asked in increasing id order."""
+
+    def __init__(self, spans: list[tuple[int, int, int]]):
+        self.spans, self.k = spans, 0
+
+    def of(self, seq: int) -> int | None:
+        spans = self.spans
+        while self.k < len(spans) and spans[self.k][1] < seq:
+            self.k += 1
+        return spans[self.k][2] if self.k < len(spans) and spans[self.k][0] <= seq <= spans[self.k][1] else None
+
+
+def history(store: "EventStore", cid: str, start: int = 0, stop: int | None = None) -> Iterator[HistoryRow]:
+    """The events with ids in ``[start, stop]``, oldest first. An event on HEAD's path is
+    marked hidden by the first condensation on that path that hid it (a condensation on
+    another branch does not apply there); an event off it, by the first that hid it at all."""
+    with store.reading() as db:
+        forgotten = db.forgotten_ranges(cid)
+        path = db.path(cid)
+    everywhere = _Hiders(first_hiders(forgotten))
+    on_head = _Hiders(first_hiders([r for r in forgotten if on_path(path, r[0])]))
     cursor = start
     end = (stop if stop is not None else 2**62) + 1
     columns = "id, uid, kind, source, timestamp, llm_visible, token_count, payload"
@@ -93,9 +124,7 @@ def history(store: "EventStore", cid: str, start: int = 0, stop: int | None = No
                                    "tokens_before": r[5], "tokens_after": r[6],
                                    "forgotten_ranges": [list(x) for x in db.ranges_of(cid, r[0])]}
         for seq, uid, kind, source, ts, visible, tokens, payload in page:
-            while k < len(spans) and spans[k][1] < seq:
-                k += 1
-            hidden_by = spans[k][2] if k < len(spans) and spans[k][0] <= seq <= spans[k][1] else None
+            hidden_by = (on_head if on_path(path, seq) else everywhere).of(seq)
             info = conds.get(seq, {"forgotten_ranges": []}) if kind == "Condensation" else None
             yield HistoryRow(seq, uid, kind, source, ts, bool(visible), hidden_by, tokens, json.loads(payload), info)
         if len(page) < PAGE:

@@ -1,0 +1,248 @@
+"""History-tree commands: branches, navigate, fork (storage/tree.py).
+
+A conversation is a tree, as in the OpenHands SDK: each event has a parent, HEAD can be moved
+back, and the next event appended then starts a branch. The agent sees the path from HEAD to
+the root (``view``; ``view --head N`` shows another branch's).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import TYPE_CHECKING, Any, Sequence
+
+import click
+
+from . import output_format
+from .opening import conversation as open_conversation
+from .opening import open_reader, writing_store
+from .output import Column, Table, _unicode_ok, echo_json, number, term_width
+
+if TYPE_CHECKING:
+    from ..storage.tree import Branch
+
+DRAWING_MAX = 28  # columns the tree drawing may take before its indentation is cut
+
+
+def fitted_path(path: Sequence[tuple[int, int]], room: int) -> str:
+    """A path's id intervals (``0..2, 5, 7..9``, as ``ranges.text`` writes ids), within
+    ``room`` columns if it can be: the runs in the middle give way first (``0, …, 58,
+    60..61``), since the first says where the path starts and the last ones where its branch
+    is; what still does not fit, the table cuts at the end."""
+    runs = [f"{s}..{e}" if e > s else f"{s}" for s, e in path]
+    text = ", ".join(runs)
+    if len(text) <= room or len(runs) < 3:
+        return text
+    mark = "…" if _unicode_ok() else "~"
+    for keep in range(len(runs) - 2, 0, -1):  # how many of the last runs to keep
+        text = ", ".join([runs[0], mark, *runs[-keep:]])
+        if len(text) <= room:
+            return text
+    return text
+
+
+def shared_until(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int | None:
+    """The last event two root paths share (None: none, as for two roots). Paths from one
+    root share a prefix, and their intervals break only where a branch jumps: the first
+    interval that differs either starts elsewhere (they parted at the end of the one before)
+    or ends elsewhere (they parted at the smaller end)."""
+    last = None
+    for (s1, e1), (s2, e2) in zip(a, b):
+        if s1 != s2:
+            return last
+        if e1 != e2:
+            return min(e1, e2)
+        last = e1
+    return last
+
+
+def tree_order(branches: Sequence["Branch"]) -> list[tuple["Branch", str, str]]:
+    """The branches in drawing order, each with its indentation and connector.
+
+    Branches are ordered as a depth-first walk draws them: the one running furthest along a
+    stretch first, so that a line comes before the branches that leave it. Each hangs under
+    the branch before it in that order with which it shares the most (the deepest common
+    event; ties go to the earlier), so the drawing is a tree whatever the fork points; the
+    first line and new roots share nothing with what comes before them and start at the
+    left."""
+    unicode = _unicode_ok()
+    tee, elbow, bar = ("├─ ", "└─ ", "│  ") if unicode else ("|- ", "`- ", "|  ")
+    order = sorted(branches, key=lambda b: [(s, -e) for s, e in b.path])
+    rank = {b.leaf: i for i, b in enumerate(order)}
+    children: dict[int | None, list[tuple[int, "Branch"]]] = {}
+    for i, b in enumerate(order):
+        best: tuple[int, "Branch"] | None = None
+        for o in order[:i]:
+            d = shared_until(b.path, o.path)
+            if d is not None and (best is None or d > best[0]):
+                best = (d, o)
+        key = None if best is None else best[1].leaf
+        children.setdefault(key, []).append((-1 if best is None else best[0], b))
+    for kids in children.values():
+        kids.sort(key=lambda pair: (pair[0], rank[pair[1].leaf]))
+    out: list[tuple["Branch", str, str]] = []
+    # Iteratively (a deep tree must not hit the recursion limit): (branch, indent, connector).
+    stack: list[tuple["Branch", str, str]] = [(b, "", "") for _, b in reversed(children.get(None, []))]
+    while stack:
+        b, indent, connector = stack.pop()
+        out.append((b, indent, connector))
+        kids = children.get(b.leaf, [])
+        below = indent + ("" if not connector else (bar if connector == tee else "   "))
+        for k in range(len(kids) - 1, -1, -1):
+            stack.append((kids[k][1], below, elbow if k == len(kids) - 1 else tee))
+    return out
+
+
+def drawing(indent: str, connector: str, leaf: int) -> str:
+    """The tree cell: indentation, connector and leaf id; a deep one loses its left part."""
+    text = f"{indent}{connector}{leaf}"
+    if len(text) <= DRAWING_MAX:
+        return text
+    mark = "…" if _unicode_ok() else "~"
+    return mark + text[len(text) - DRAWING_MAX + 1 :]
+
+
+def head_sentence(head: int | None, branches: Sequence["Branch"]) -> str:
+    if head is None:
+        return "HEAD is empty: the next event starts a new root"
+    if any(b.head for b in branches):
+        return f"HEAD at event {head} (*)"
+    return f"HEAD at event {head}, inside a branch: the next event starts a new branch there"
+
+
+def branch_json(b: "Branch") -> dict[str, Any]:
+    return {"leaf": b.leaf, "length": b.length, "fork": b.fork, "head": b.head,
+            "path": [[s, e] for s, e in b.path]}
+
+
+@click.command()
+@click.argument("db")
+@click.argument("conversation", metavar="CONV")
+@output_format("text", "json", default="text")
+def branches(db: str, conversation: str, fmt: str) -> None:
+    """The branches of CONV's history tree: one line per leaf, drawn as a tree.
+
+    Each line gives the leaf's id, its length (the events on its path to the root), its
+    fork point (the nearest event before it where another branch parts from it; - for none,
+    "root" for a new root) and its path as id intervals; * marks HEAD's branch. A branch is
+    drawn under the one it shares most with. --json gives a list of {leaf, length, fork,
+    head, path}.
+
+    \b
+    Example:
+      openhands-memory branches agent.db fix-bug
+      openhands-memory branches agent.db fix-bug --json
+    """
+    store = open_reader(db)
+    conv = open_conversation(store, conversation)
+    found = conv.branches()
+    if fmt == "json":  # one branch a line, as `history --json` prints its rows
+        click.echo("[", nl=False)
+        for i, b in enumerate(found):
+            click.echo(("," if i else "") + "\n  " + json.dumps(branch_json(b)), nl=False)
+        click.echo("\n]")
+        return
+    if not found:
+        click.echo(f"{conv.id} has no events yet")
+        return
+    head = conv.head
+    events = len(conv)
+    click.echo(textwrap.fill(
+        f"{conv.id} · {events:,} event{'s' if events != 1 else ''} · {len(found):,} "
+        f"branch{'es' if len(found) != 1 else ''} · {head_sentence(head, found)}",
+        term_width(), break_on_hyphens=False,
+    ))
+    rows = []
+    for b, indent, connector in tree_order(found):
+        if b.fork is not None:
+            fork = number(b.fork)
+        else:
+            fork = "root" if b.path and b.path[0][0] != 0 else "-"
+        rows.append((b, ["*" if b.head else "", drawing(indent, connector, b.leaf), number(b.length), fork]))
+    # The path column gets what the other columns leave of the width.
+    titles = ("", "leaf", "length", "fork")
+    fixed = [max([len(title)] + [len(cells[i]) for _, cells in rows]) for i, title in enumerate(titles)]
+    room = max(10, term_width() - sum(fixed) - 2 * len(fixed))
+    table = Table([Column("", min=1), Column("leaf"), Column("length", ">"), Column("fork", ">"),
+                   Column("path", flex=True, min=10)])
+    for b, cells in rows:
+        # Rows go in as they are, not through Table.add: it would squeeze the drawing's spaces.
+        table.rows.append(cells + [fitted_path(b.path, room)])
+        table.styles.append({"bold": True} if b.head else None)
+    table.echo()
+
+
+@click.command()
+@click.argument("db")
+@click.argument("conversation", metavar="CONV")
+@click.argument("seq", type=int, required=False, metavar="[SEQ]")
+@click.option("--root", is_flag=True, help="Empty HEAD: the next event starts a new root.")
+@output_format("text", "json", default="text")
+def navigate(db: str, conversation: str, seq: int | None, root: bool, fmt: str) -> None:
+    """Move CONV's HEAD to event SEQ (--root: empty it), as the SDK's navigate_to.
+
+    The next event appended follows SEQ: after an event inside a branch it starts a new
+    branch there. Nothing is deleted; the agent's view becomes the path from SEQ to the
+    root. A conversation the SDK persisted has its base_state.json moved along.
+
+    \b
+    Example:
+      openhands-memory navigate agent.db fix-bug 41
+      openhands-memory navigate agent.db fix-bug --root
+    """
+    from ..errors import EventNotFound
+
+    if root and seq is not None:
+        raise click.UsageError("give SEQ or --root, not both")
+    if not root and seq is None:
+        raise click.UsageError("give the event to move HEAD to (SEQ), or --root for an empty HEAD")
+    with writing_store(db) as store:
+        conv = open_conversation(store, conversation)
+        if seq is not None and seq < 0:
+            raise EventNotFound(conv.id, seq)
+        conv.navigate(seq)
+        head = conv.head
+        leaf = head is not None and any(b.leaf == head for b in conv.branches())
+    if fmt == "json":
+        echo_json({"conversation": conv.id, "head": head})
+    elif head is None:
+        click.echo(f"HEAD of {conv.id} is empty now: the next event starts a new root")
+    elif leaf:
+        click.echo(f"HEAD of {conv.id} is at event {head} now, the leaf of its branch: the next event continues it")
+    else:
+        click.echo(f"HEAD of {conv.id} is at event {head} now: the next event starts a new branch after it")
+
+
+@click.command()
+@click.argument("db")
+@click.argument("conversation", metavar="CONV")
+@click.option("--at", type=int, metavar="SEQ", help="The event the copied path ends at (default: HEAD).")
+@click.option("--as", "new_id", metavar="ID", help="The new conversation's id (default: a new UUID).")
+@output_format("text", "json", default="text")
+def fork(db: str, conversation: str, at: int | None, new_id: str | None, fmt: str) -> None:
+    """Copy the path from event --at (default: HEAD) to the root into a new conversation.
+
+    The copy holds the same events (same external ids), condensations and forgotten ranges,
+    numbered 0, 1, 2, ... along the path; its metadata says where it came from
+    (forked_from). CONV itself is left as it is.
+
+    \b
+    Example:
+      openhands-memory fork agent.db fix-bug --at 41 --as fix-bug-retry
+    """
+    if new_id is not None and not new_id.strip():
+        raise click.ClickException("--as needs a conversation id, not an empty string")
+    with writing_store(db) as store:
+        conv = open_conversation(store, conversation)
+        if at is None and conv.head is None:  # an empty HEAD, or no events: no path to copy
+            raise click.ClickException(
+                f"HEAD of {conv.id} is empty: there is no path to fork (give --at SEQ)" if len(conv)
+                else f"{conv.id} has no events: there is nothing to fork"
+            )
+        new = conv.fork(at=at, conversation_id=new_id)
+        length = len(new)
+        leaf = (new.metadata.get("forked_from") or {}).get("event")
+    if fmt == "json":
+        echo_json({"conversation": new.id, "length": length, "forked_from": conv.id, "at": leaf})
+        return
+    click.echo(f"forked {conv.id} at event {leaf} into {new.id}: {length:,} event{'s' if length != 1 else ''}")
