@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from openhands_memory.storage import hidden
+from openhands_memory.inspection import doctor
+from openhands_memory.storage import hidden, tree
 from openhands_memory.storage.sqlite import SqliteSession
 from openhands_memory.condensers import AmortizedForgettingCondenser, default_condenser
 from openhands_memory.errors import ConversationExists
@@ -568,3 +569,212 @@ def test_json_list_of_events(tmp_path):
         assert (result.format, result.events, result.conversation_id) == ("json", 3, "list")
         assert import_path(store, tmp_path / "one.json").format == "jsonl"
         assert [e.kind for e in store.conversation("list").view()] == ["SystemPromptEvent", "MessageEvent", "MessageEvent"]
+
+
+# --- history trees: branches and HEAD (issue 19) ---------------------------------------------------
+
+
+def branched_sdk_events() -> tuple[list[dict], dict[str, list[int]]]:
+    """An SDK session that branches, as the SDK persists it: every event names its parent (the
+    leaf when it was appended). The main line works and condenses (a summary); then
+    ``navigate_to`` an observation and a new branch; ``navigate_to`` the task and a message;
+    ``navigate_to(None)`` and a new root. Returns the events and each leaf's path (indexes)."""
+    ts = iter(f"2026-11-22T09:{m:02d}:{s:02d}.000456" for m in range(60) for s in range(0, 60, 7))
+    ev: list[dict] = []
+
+    def add(d: dict, parent: int | str | None = -2) -> int:
+        d = {"id": _uid(500 + len(ev)), "timestamp": next(ts), **d}
+        if parent == -2:  # the previous event
+            parent = len(ev) - 1 if ev else None
+        if parent is not None:
+            d["parent_id"] = parent if isinstance(parent, str) else ev[parent]["id"]
+        ev.append(d)
+        return len(ev) - 1
+
+    def message(source: str, text: str, parent: int | str | None = -2) -> int:
+        role = "user" if source == "user" else "assistant"
+        extra = {"llm_response_id": f"chatcmpl-m{len(ev)}"} if source == "agent" else {}
+        return add({"source": source, "llm_message": {"role": role, "content": [_text(text)], "thinking_blocks": []},
+                    **extra, "activated_skills": [], "extended_content": [], "kind": "MessageEvent"}, parent)
+
+    def step(n: int, parent: int | str | None = -2) -> int:
+        call = f"toolu_t{n}"
+        args = json.dumps({"command": f"echo {n}"})
+        a = add({"source": "agent", "thought": [], "thinking_blocks": [],
+                 "action": {"command": f"echo {n}", "is_input": False, "kind": "TerminalAction"},
+                 "tool_name": "terminal", "tool_call_id": call,
+                 "tool_call": {"id": call, "name": "terminal", "arguments": args, "origin": "completion"},
+                 "llm_response_id": f"chatcmpl-t{n}", "security_risk": "LOW", "kind": "ActionEvent"}, parent)
+        return add({"source": "environment", "tool_name": "terminal", "tool_call_id": call,
+                    "observation": {"content": [_text(f"{n}")], "is_error": False, "command": f"echo {n}",
+                                    "exit_code": 0, "timeout": False, "kind": "TerminalObservation"},
+                    "action_id": ev[a]["id"], "kind": "ObservationEvent"})
+
+    add({"source": "agent", "system_prompt": _text("You are a coding agent."), "tools": [], "kind": "SystemPromptEvent"},
+        None)                                                   # 0
+    task = message("user", "Fix the failing test")              # 1
+    step(1)                                                     # 2, 3
+    first_obs = 3
+    step(2)                                                     # 4, 5
+    step(3)                                                     # 6, 7
+    add({"source": "environment", "forgotten_event_ids": [ev[i]["id"] for i in range(2, 6)],
+         "summary": "USER_CONTEXT: main line", "summary_offset": 2, "llm_response_id": "chatcmpl-sum",
+         "kind": "Condensation"})                               # 8
+    step(4)                                                     # 9, 10
+    add({"source": "environment", "key": "execution_status", "value": "idle",
+         "kind": "ConversationStateUpdateEvent"}, 10)           # 11: not a tree node
+    message("user", "Try another way", first_obs)               # 12 (navigate_to(obs 3))
+    step(5)                                                     # 13, 14
+    message("user", "Start over from the task", task)           # 15 (navigate_to(task))
+    message("user", "A new root", tree.ROOT_PARENT_ID)          # 16 (navigate_to(None))
+    message("agent", "On it.")                                  # 17
+    paths = {
+        "main": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        "rewound": [0, 1, 2, 3, 12, 13, 14],
+        "task": [0, 1, 15],
+        "root": [16, 17],
+    }
+    return ev, paths
+
+
+def folded(conv, path: list[int]) -> View:
+    """The SDK's view of a branch: the fold over the events on its path, in path order."""
+    return View.from_events([conv.get(s) for s in path])
+
+
+@pytest.mark.parametrize("leaf", ["main", "rewound", "task", "root", "empty", "unknown"])
+def test_an_imported_folder_keeps_its_branches_and_head(tmp_path, leaf):
+    events, paths = branched_sdk_events()
+    state: dict = {"id": CONV_ID, "execution_status": "idle"}
+    if leaf == "empty":
+        state.update(leaf_event_id=None, head_is_empty=True)
+    elif leaf == "unknown":
+        state.update(leaf_event_id=_uid(4242), head_is_empty=False)
+    else:
+        state.update(leaf_event_id=events[paths[leaf][-1]]["id"], head_is_empty=False)
+    folder = write_folder(tmp_path / "tree", events, state)
+    with EventStore(tmp_path / "a.db") as store:
+        result = import_path(store, folder)
+        conv = store.conversation(CONV_ID)
+        if leaf == "unknown":
+            assert any("names no event" in n for n in result.notes), result.notes
+            assert conv.head == 17 and view_shape(conv.view()) == view_shape(folded(conv, paths["root"]))
+        elif leaf == "empty":
+            assert not result.notes and conv.head is None and conv.view().events == []
+        else:
+            assert not result.notes
+            assert conv.head == paths[leaf][-1]
+            assert view_shape(conv.view()) == view_shape(folded(conv, paths[leaf]))
+        # Every branch, whatever HEAD is: the fold over its own path.
+        for path in paths.values():
+            assert view_shape(conv.view(at=path[-1])) == view_shape(folded(conv, path)), path
+        # The main line's summary shows on it and nowhere else.
+        assert conv.view(at=10).summary_event is not None
+        assert all(conv.view(at=p[-1]).summary_event is None for k, p in paths.items() if k != "main")
+        assert sorted(b.leaf for b in conv.branches()) == [10, 14, 15, 17]
+        # A fresh store (nothing cached) agrees.
+        with EventStore(tmp_path / "a.db") as fresh:
+            assert view_shape(fresh.conversation(CONV_ID).view()) == view_shape(conv.view())
+        assert doctor.check(store, full=True).healthy
+
+
+@pytest.mark.parametrize("how", ["unknown", "later"])
+def test_a_parent_that_is_no_earlier_event_is_named_and_nothing_is_imported(tmp_path, how):
+    events, _ = branched_sdk_events()
+    events[13]["parent_id"] = _uid(4242) if how == "unknown" else events[15]["id"]
+    folder = write_folder(tmp_path / "bad", events, {"id": "bad"})
+    with EventStore(tmp_path / "a.db") as store:
+        with pytest.raises(ImportFailed, match=rf"event-00013-.*is not an earlier event of the folder"):
+            import_path(store, folder)
+        assert store.conversations() == []
+
+
+def unparented(view: View) -> list[tuple]:
+    """``view_shape`` without ``parent_id`` (which an export writes where the SDK needs it)."""
+    def drop(shape: tuple) -> tuple:
+        if shape[0] in ("summary", "request"):
+            return shape
+        data = json.loads(shape[2])
+        data.pop("parent_id", None)
+        return (shape[0], shape[1], data)
+    return [drop(s) for s in view_shape(view)]
+
+
+def grow(conv, start: int, n: int, summarizer) -> list[int]:
+    """``n`` action/observation pairs, each step condensed; the Condensations stored."""
+    made = []
+    for i in range(start, start + n):
+        conv.append_many([f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}")])
+        done = conv.condense(summarizer)
+        if done.stored_as is not None:
+            made.append(done.stored_as)
+    return made
+
+
+def test_a_branched_conversation_exports_and_comes_back_with_the_same_views(tmp_path):
+    from openhands_memory.condensers import LLMSummarizingCondenser
+
+    summarizer = LLMSummarizingCondenser(max_size=8, keep_first=2)
+    with EventStore(tmp_path / "a.db") as one, EventStore(tmp_path / "b.db") as two:
+        conv = one.create_conversation("tree")
+        conv.append_many([f.system(), f.user("task")])
+        main = grow(conv, 0, 10, summarizer)
+        assert len(main) >= 2, "two summaries on the main line"
+        # Back to just after the first summary (before the second), and on from there.
+        conv.navigate(main[0] + 2)
+        rewound = grow(conv, 100, 8, summarizer)
+        assert rewound, "a summary on the new branch"
+        conv.navigate(1)
+        conv.append(f.user("from the task again"))
+        conv.navigate(None)
+        conv.append_many([f.user("a new root"), f.agent_says("ok")])
+        conv.navigate(rewound[-1] + 1)
+        leaves = [b.leaf for b in conv.branches()]
+        assert len(leaves) == 4
+
+        out = tmp_path / "out"
+        sdk.export_folder(conv, out)
+        files = {int(p.name[6:11]): json.loads(p.read_text()) for p in (out / "events").glob("event-*.json")}
+        with one.reading() as db:
+            jumps = dict(db.jumps("tree"))
+        assert jumps, "the tree has branches"
+        for seq, parent in jumps.items():
+            assert files[seq]["parent_id"] == (files[parent]["id"] if parent >= 0 else "__root__"), seq
+        for seq, d in files.items():  # no parent where the SDK infers it (the row before)
+            if seq not in jumps:
+                assert "parent_id" not in d, seq
+        state = json.loads((out / "base_state.json").read_text())
+        assert (state["leaf_event_id"], state["head_is_empty"]) == (files[conv.head]["id"], False)
+        # The branch's summary replaces the one in force on its own path (the main line's
+        # first), not the main line's second, which the SDK never shows on this branch.
+        summaries = [s for s in main if files[s].get("summary")]
+        first_on_branch = files[rewound[0]]
+        assert f"{files[summaries[0]]['id']}-summary" in first_on_branch["forgotten_event_ids"]
+        assert all(f"{files[s]['id']}-summary" not in first_on_branch["forgotten_event_ids"] for s in summaries[1:])
+
+        import_path(two, out)
+        back = two.conversation("tree")
+        assert back.head == conv.head
+        with two.reading() as db:
+            assert dict(db.jumps("tree")) == jumps
+        assert [(e.seq, e.id, e.kind) for e in back.events()] == [(e.seq, e.id, e.kind) for e in conv.events()]
+        # The same views (the first event of each branch now names its parent in its JSON).
+        assert unparented(back.view()) == unparented(conv.view())
+        for leaf in leaves:
+            assert unparented(back.view(at=leaf)) == unparented(conv.view(at=leaf)), leaf
+        assert doctor.check(two, full=True).healthy
+
+
+def test_an_empty_head_exports_as_the_sdk_keeps_it(tmp_path):
+    with EventStore(tmp_path / "a.db") as one, EventStore(tmp_path / "b.db") as two:
+        conv = one.create_conversation("empty")
+        conv.append_many([f.system(), f.user("task")])
+        conv.navigate(None)
+        sdk.export_folder(conv, tmp_path / "out")
+        state = json.loads((tmp_path / "out" / "base_state.json").read_text())
+        assert (state["leaf_event_id"], state["head_is_empty"]) == (None, True)
+        import_path(two, tmp_path / "out")
+        back = two.conversation("empty")
+        assert back.head is None and back.view().events == [] and len(back) == 2
+        back.append(f.user("a new root"))
+        assert back.view().seqs == [2]

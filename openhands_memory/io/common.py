@@ -21,7 +21,7 @@ from ..storage import IntegrityViolation
 from ..storage.codec import MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
-    from ..conversation import EventStore
+    from ..conversation import EventStore, Writer
 
 Progress = Callable[[int], None]  # called with the number of events just written
 
@@ -272,6 +272,7 @@ def write_conversation(
     batches: Iterable[list[tuple[Any, ...]]],
     result: ImportResult,
     progress: Progress | None = None,
+    finish: "Callable[[Writer], None] | None" = None,
 ) -> ImportResult:
     """Create ``conversation_id`` and store every batch, all in one write transaction.
 
@@ -281,7 +282,9 @@ def write_conversation(
     are in.
 
     ``batches`` is consumed inside the transaction, so a bad event anywhere (even in the last
-    file) rolls everything back: the conversation is not created at all.
+    file) rolls everything back: the conversation is not created at all. ``finish`` is called
+    with the writing context once every batch is in, still inside the transaction (an SDK
+    folder's HEAD).
     """
     checker = Checker()
     now = datetime.now(timezone.utc).isoformat()
@@ -303,6 +306,8 @@ def write_conversation(
                    checker.resolved)
             if progress is not None:
                 progress(len(batch))
+        if finish is not None:
+            finish(w)
     result.events = checker.count
     result.condensations = checker.condensations
     return result

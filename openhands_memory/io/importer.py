@@ -9,8 +9,9 @@ Accepted:
 * JSON Lines of event dicts (ours or the SDK's), or a JSON list of them.
 
 The conversation id defaults to ``base_state.json``'s id, else the folder's or the file's
-name. Everything is written in one transaction: when any file or line is bad, the error names
-it and the database is left as it was.
+name. A folder's events keep their parents (``parent_id``), and its HEAD is
+``base_state.json``'s (``io/sdk.py``). Everything is written in one transaction: when any file
+or line is bad, the error names it and the database is left as it was.
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ def _import(
         folder = sdk.scan(path)
         cid = conversation_id or folder.conversation_id
         result = ImportResult(cid, "openhands", str(path))
-        return write_conversation(store, cid, folder.metadata, sdk.batches(folder, chunk), result, progress)
+        return write_conversation(store, cid, folder.metadata, sdk.batches(folder, chunk), result, progress,
+                                  finish=lambda w: sdk.set_head(w, folder, result))
     kind = detect(path)
     cid = conversation_id or path.stem
     meta: dict[str, Any] = {"imported_from": {"format": kind, "path": str(path.resolve())}}

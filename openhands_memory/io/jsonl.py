@@ -105,11 +105,22 @@ def parse_text(text: str, where: str) -> list[tuple[Event, str]]:
 
 
 def write_jsonl(conversation: "Conversation", out: IO[str]) -> int:
-    """Every event's JSON as stored, one a line, oldest first. Returns the count."""
-    from .sdk import event_rows
+    """Every event's JSON as stored, one a line, oldest first; an event whose parent is not
+    the line before it (a history tree's branch) names it (``parent_id``), so that an import
+    rebuilds the tree (HEAD is then the newest event: JSON Lines has no place for it).
+    Returns the count."""
+    from .sdk import _snapshot, _with_parent, event_rows
 
+    snap = _snapshot(conversation)
+    uids: dict[int, str] = {}
+    wanted = {p for p in snap.jumps.values() if p >= 0}
     n = 0
-    for _seq, _uid, _kind, payload in event_rows(conversation):
+    for seq, uid, _kind, payload in event_rows(conversation, upto=snap.last):
+        if seq in wanted:
+            uids[seq] = uid
+        parent = snap.jumps.get(seq)
+        if parent is not None:
+            payload = _with_parent(payload, "__root__" if parent < 0 else uids[parent])
         out.write(payload)
         out.write("\n")
         n += 1

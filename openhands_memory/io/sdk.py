@@ -1,7 +1,7 @@
 """The OpenHands SDK's conversation folder, read and written.
 
     <conversation folder>/
-      base_state.json                 the conversation's state (we need only its "id")
+      base_state.json                 the conversation's state (we read its "id" and HEAD)
       events/
         event-00000-<event id>.json   one event per file, in the SDK's JSON shape
         event-00001-<event id>.json
@@ -11,6 +11,12 @@ Import keeps the SDK's event ids as external ids (``Event.id``; the store's ``ui
 gives each event the id in its file name (the SDK's log index), so ids are 0, 1, 2, … as the
 store wants. A folder whose indexes have a gap or a repeat is refused, naming the files: the
 SDK itself would silently stop reading at a gap.
+
+History trees (``storage/tree.py``): each event keeps the parent its ``parent_id`` names (a
+parent must be an earlier event of the folder; one that is not is refused, naming the file),
+and HEAD is set from ``base_state.json``'s ``leaf_event_id`` and ``head_is_empty``, in the
+import's transaction, so that ``conv.view()`` is the path the SDK would resume on. A leaf that
+names no event of the folder is said in a note, and HEAD stays at the newest event.
 
 Export writes the same layout, so that the SDK's view of the folder (``View.from_events``)
 equals ours:
@@ -23,6 +29,12 @@ equals ours:
   condensation forgets ``<its condensation id>-summary``. So a condensation of ours that
   brings a summary also forgets the previous summary's id.
 * Imported SDK Condensations are written back byte for byte.
+* Where our tree has a parent the SDK could not infer (an event whose parent is not the row
+  before it, and whose JSON names none: appended here after ``navigate``), the event's
+  ``parent_id`` is written: the parent's id, or ``"__root__"`` for a new root. A
+  Condensation's previous summary is the one in force on its own path.
+* ``base_state.json``'s ``leaf_event_id`` and ``head_is_empty`` are our HEAD (an empty HEAD:
+  no leaf, ``head_is_empty`` true).
 
 ``base_state.json`` is what the SDK resumes a conversation from (``ConversationState``: the
 id, a UUID; the agent with its tools; the workspace). An imported one is written back as it
@@ -45,12 +57,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import ranges
+from ..storage import END, tree
 from ..storage.codec import check_size
 from ..events import Event
 from .common import MAX_EVENT_BYTES, ImportFailed, load_json, open_regular, parse_event_json, read_bounded
 
 if TYPE_CHECKING:
-    from ..conversation import Conversation
+    from ..conversation import Conversation, Writer
+    from .common import ImportResult
 
 EVENTS_DIR = "events"
 BASE_STATE = "base_state.json"
@@ -182,12 +196,45 @@ def _parse(path: str, name: str, data: bytes | ImportFailed) -> tuple[Event, str
 
 
 def batches(folder: SdkFolder, size: int) -> Iterator[list[tuple[Event, str, str | None]]]:
-    """The events, ``size`` files at a time, in index order: (event, path, file text)."""
+    """The events, ``size`` files at a time, in index order: (event, path, file text). An
+    event whose ``parent_id`` names no earlier event of the folder is refused, naming its file
+    (the SDK could not walk that branch to its root either)."""
     base = str(folder.events_dir)
+    seen: set[str] | None = set()  # None after an id that repeats, which the import refuses
     for start in range(0, len(folder.files), size):
         names = folder.files[start : start + size]
         paths = [os.path.join(base, n) for n in names]
-        yield [_parse(p, n, d) for p, n, d in zip(paths, names, _read_files(paths))]
+        batch = [_parse(p, n, d) for p, n, d in zip(paths, names, _read_files(paths))]
+        for event, path, _ in batch:
+            if seen is None:
+                break
+            parent = event.parent_id
+            if parent is not None and parent != tree.ROOT_PARENT_ID and parent not in seen:
+                raise ImportFailed(path, f"its parent_id {parent!r} is not an earlier event of the folder "
+                                         "(the SDK writes a parent before its children)")
+            if event.id in seen:
+                seen = None  # the import names the repeat (the Checker); no parent is judged after it
+            else:
+                seen.add(event.id)
+        yield batch
+
+
+def set_head(w: "Writer", folder: SdkFolder, result: "ImportResult") -> None:
+    """HEAD from the folder's ``base_state.json`` (``leaf_event_id``, ``head_is_empty``), in
+    the import's transaction once every event is written (``w``: its writing context). A leaf
+    that names no event of the folder is said in a note; HEAD then stays at the newest event."""
+    state = folder.base_state
+    if not state:
+        return
+    leaf = state.get("leaf_event_id")
+    if not state.get("head_is_empty") and isinstance(leaf, str):
+        if not w.db.seqs_of(w.conversation_id, END, [leaf]):
+            result.notes.append(
+                f"base_state.json's leaf_event_id {leaf!r} names no event of the folder: HEAD is the newest event"
+            )
+            return
+    if tree.head_from_base_state(w.db, w.conversation_id, json.dumps(state)):
+        w.branched = True
 
 
 # --- export ----------------------------------------------------------------------------------
@@ -203,20 +250,48 @@ class ExportResult:
         return {"path": self.path, "events": self.events, "notes": self.notes}
 
 
-def _forgotten_runs(conversation: "Conversation") -> dict[int, list[ranges.Run]]:
-    out: dict[int, list[ranges.Run]] = {}
+@dataclass
+class _Snapshot:
+    """What an export reads before the events, in one read: each condensation's ranges, the
+    last id (rows appended meanwhile are left out), the tree's parents and HEAD."""
+
+    runs: dict[int, list[ranges.Run]]
+    last: int
+    jumps: dict[int, int]  # id -> its parent, where that is not the row before (-1: a new root)
+    empty_head: bool
+    leaf: int | None
+
+
+def _snapshot(conversation: "Conversation") -> _Snapshot:
+    runs: dict[int, list[ranges.Run]] = {}
+    cid = conversation.id
     with conversation.store.reading() as db:
-        for cond, start, end in db.forgotten_ranges(conversation.id):
-            out.setdefault(cond, []).append((start, end))
-    return out
+        for cond, start, end in db.forgotten_ranges(cid):
+            runs.setdefault(cond, []).append((start, end))
+        return _Snapshot(runs, db.last_seq(cid), dict(db.jumps(cid)), db.head(cid) == tree.EMPTY,
+                         tree.leaf(db, cid))
 
 
-def event_rows(conversation: "Conversation", page: int = 2000) -> Iterator[tuple[int, str, str, str]]:
-    """(id, uid, kind, payload) of every event, oldest first, a page per short read."""
+def _with_parent(payload: str, parent_id: str) -> str:
+    """An event's JSON naming its parent, unless it names one already (the same one: the tree
+    was built from it)."""
+    data = json.loads(payload)
+    if data.get("parent_id") is not None:
+        return payload
+    data["parent_id"] = parent_id
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def event_rows(
+    conversation: "Conversation", page: int = 2000, upto: int = END
+) -> Iterator[tuple[int, str, str, str]]:
+    """(id, uid, kind, payload) of every event (up to id ``upto``), oldest first, a page per
+    short read."""
     cursor = 0
     while True:
         with conversation.store.reading() as db:
-            rows = db.event_page(conversation.id, cursor, 2**62, page, columns="id, uid, kind, payload")
+            rows = db.event_page(conversation.id, cursor, upto + 1 if upto < END else END, page,
+                                 columns="id, uid, kind, payload")
         for seq, uid, kind, payload in rows:
             # Written before the limit was kept on every write: an import could not read it back.
             check_size(payload, f"event {seq} ({kind}, {uid})", "nothing was exported")
@@ -278,7 +353,7 @@ def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
     if not parent.is_dir():
         raise ImportFailed(target, f"folder {parent} does not exist")
     result = ExportResult(str(target))
-    runs_of = _forgotten_runs(conversation)
+    snap = _snapshot(conversation)
     work = parent / f".{target.name}.export-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)  # left by an earlier run of this process id
     work.mkdir()
@@ -289,11 +364,14 @@ def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
         foreign_kinds: set[str] = set()
         tools: dict[str, None] = {}
         odd_names = 0
-        summary_id: str | None = None  # the summary our view shows at this point
-        for seq, uid, kind, payload in event_rows(conversation):
+        # The summary our view shows right after each event, on that event's own path.
+        summary_after: list[str | None] = []
+        for seq, uid, kind, payload in event_rows(conversation, upto=snap.last):
             uids.append(uid)
+            parent = snap.jumps.get(seq, seq - 1)
+            summary_id = summary_after[parent] if parent >= 0 else None
             if kind == "Condensation":
-                written = sdk_condensation(payload, seq, runs_of.get(seq, []), uids, summary_id)
+                written = sdk_condensation(payload, seq, snap.runs.get(seq, []), uids, summary_id)
                 data = json.loads(payload)
                 if data.get("summary") is not None and data.get("summary_offset") is not None:
                     summary_id = f"{uid}-summary"
@@ -302,6 +380,9 @@ def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
                 tools.setdefault(json.loads(payload).get("tool_name", ""), None)
             elif kind == "SystemPromptEvent":
                 _require_sdk_tools(target, seq, payload)
+            if seq in snap.jumps:  # a parent the SDK could not infer from the order
+                payload = _with_parent(payload, uids[parent] if parent >= 0 else tree.ROOT_PARENT_ID)
+            summary_after.append(summary_id)
             if kind in NON_SDK_KINDS:
                 foreign_kinds.add(kind)
             name = FILE_NAME.format(index=seq, id=uid)
@@ -316,6 +397,9 @@ def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
         else:
             state = resumable_state(conversation.id, [t for t in tools if t])
             result.notes.append(resume_note(conversation.id, state))
+        # HEAD, as the SDK keeps it (``ConversationState.leaf_event_id``, ``head_is_empty``).
+        state["leaf_event_id"] = uids[snap.leaf] if snap.leaf is not None else None
+        state["head_is_empty"] = snap.empty_head
         (work / BASE_STATE).write_text(json.dumps(state, ensure_ascii=False, separators=(",", ":")))
         if target.exists():
             target.rmdir()

@@ -8,7 +8,10 @@ SDK's conversation id:
   for byte, the UUID its uid. A write must be the next id (the log is append-only; a gap, a
   rewrite or a mismatched UUID is refused). Condensations get their bookkeeping rows in the
   same transaction, so the library's view and the CLI see the conversation live.
-* ``base_state.json`` is a column of the conversation.
+* ``base_state.json`` is a column of the conversation. HEAD (``conversation.head``) follows
+  its ``leaf_event_id`` and ``head_is_empty`` in the same transaction, so that the library's
+  view is the path the SDK's ``navigate_to`` chose (``storage/tree.py``); deleting the file
+  leaves HEAD where it is.
 * the length marker is answered from the rows (so it is never stale), and writing or deleting
   it does nothing;
 * any other file is a row of ``conversation_file``, one transaction per write.
@@ -33,7 +36,7 @@ from openhands.sdk.io import FileStore
 
 from ...conversation import Conversation, EventStore, Writer
 from ...events import Condensation, event_from_json
-from ...storage import Session
+from ...storage import Session, tree
 from . import handoff, paths
 from .paths import (
     BaseState,
@@ -140,8 +143,10 @@ class DatabaseFileStore(FileStore):
             case LengthMarker() | LockFile():
                 return  # the marker is read from the rows; the lock is a transaction
             case BaseState():
+                text = _text(contents, path)
                 with self._writing() as w:
-                    w.db.set_base_state(self.conversation_id, _text(contents, path))
+                    w.db.set_base_state(self.conversation_id, text)
+                    self._head_from(w, text)
             case EventFile(index=index, uid=uid):
                 self._write_event(index, uid, _text(contents, path))
             case OtherFile(path=clean):
@@ -150,6 +155,15 @@ class DatabaseFileStore(FileStore):
                     w.db.put_file(self.conversation_id, clean, data, datetime.now(UTC).isoformat())
             case Root() | EventsDir():
                 raise IsADirectoryError(f"{path} is a folder, not a file")
+
+    def _head_from(self, w: Writer, text: str) -> None:
+        """HEAD as the SDK's state names it (``leaf_event_id``, ``head_is_empty``: it moves
+        there when the SDK navigates, and stays with the newest event as the SDK appends). A
+        move makes this conversation's cached view be read again once the transaction commits
+        (other connections' caches see the write as any other: the transaction holds the
+        conversation's lock, which bumps its version on PostgreSQL)."""
+        if tree.head_from_base_state(w.db, self.conversation_id, text):
+            w.branched = True
 
     def _write_event(self, index: int, uid: str, text: str) -> None:
         event = event_from_json(text)
