@@ -2,6 +2,8 @@
 
 Runs the same cases and the same single SDK subprocess as the test-suite and counts, per
 aspect, the cases where this project and the SDK agree (documented differences apart).
+Branched histories (``tree``, ``tree-hand``: the SDK's history tree) are counted per view
+compared: HEAD's and the one from each abandoned branch's leaf.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from openhands_memory.conversation import EventStore
 
 from . import exports
 from .conftest import CASES, CONFIGS, RUNNER, SAVE_DIR, sdk_python
-from .test_conformance import difference, options, our_views, same_calls_and_results
+from .test_conformance import difference, options, our_views, same_calls_and_results, stored_tree
 
 
 def main() -> None:
@@ -38,6 +40,9 @@ def main() -> None:
             theirs = sdk["cases"][case["id"]]
             group = case["id"].split("/")[0]
             n[f"{group}: cases"] += 1
+            if "leaf" in case:
+                branched(case, theirs, sdk["switches"], store, n)
+                continue
             stored, _ = our_views(case, store)
             ours = [e.id for e in stored.events]
             n["unhandled_condensation_request equal"] += stored.unhandled_condensation_request == theirs["unhandled_condensation_request"]
@@ -69,6 +74,32 @@ def main() -> None:
     print(f"openhands-sdk {sdk['sdk_version']}; {len(CASES) + len(export_cases)} cases")
     for k in sorted(n):
         print(f"  {k}: {n[k]}")
+
+
+def branched(case: dict, theirs: dict, switches: dict, store: EventStore, n: Counter) -> None:
+    """A branched history (the SDK's tree): HEAD's view and the view from each other leaf."""
+    n["branched: navigations"] += len(case["navigations"])
+    if "error" in theirs:
+        n["branched: cases the SDK could not replay"] += 1
+        return
+    conv, seq_of = stored_tree(case, store)
+    views = [(conv.view(), theirs)] + [(conv.view(at=seq_of[u]), theirs["others"][u]) for u in case["other_leaves"]]
+    for stored, sdk_view in views:
+        n["branched: views compared (HEAD and other leaves)"] += 1
+        n["branched: unhandled_condensation_request equal"] += (
+            stored.unhandled_condensation_request == sdk_view["unhandled_condensation_request"])
+        why = difference(case, stored, sdk_view["view"])
+        ours = [e.id for e in stored.events]
+        if why:
+            n[f"branched: documented difference: {why}"] += 1
+        if why == "latest-summary-only":
+            n["branched: view ids equal, summaries apart"] += (
+                [i for i in ours if not i.endswith("-summary")] == [i for i in sdk_view["view"] if not i.endswith("-summary")])
+            continue
+        n["branched: view ids equal (documented differences apart)"] += ours == sdk_view["view"]
+        if why is None:
+            n["branched: messages equal in every config"] += all(
+                stored.to_messages(**options(switches[k])) == sdk_view["messages"][k] for k in CONFIGS)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ Reads one JSON document on stdin::
                 "resume": {"folder": ..., "tools": [...]},   # instead of events: an exported
                                                              # folder, resumed by the SDK
                 "configs": ["name", ...],                 # messages formatted for these LLMs
-                "condense": {"max_size": N, "keep_first": K}}   # optional
+                "condense": {"max_size": N, "keep_first": K},   # optional
+                "navigations": [[i, uid | None], ...], "leaf": uid | None,   # a branched history:
+                "head_is_empty": bool, "other_leaves": [uid, ...]}         # see below
               ]}
 
 and prints one JSON document: for every config, the switches the SDK resolved for it; for
@@ -15,6 +17,14 @@ every case, the ids of ``View.from_events(events)``, its ``unhandled_condensatio
 the messages ``LLM.format_messages_for_llm`` gives for each config, and (with ``condense``)
 what the SDK's LLMSummarizingCondenser decides, its summary call stubbed (the decision is the
 SDK's; only the model call is replaced). A case the SDK cannot load reports ``"error"``.
+
+A branched history (a case with ``leaf``) is replayed on the SDK's own ``ConversationState``
+(in memory): each event is appended without its ``parent_id`` by ``append_event``, after the
+``navigate_to`` moves the case names (``navigations``: before event ``i``, HEAD to ``uid``),
+and the parent the SDK stamps must be the one the case carries. The view is then
+``View.from_events(state.active_branch())`` (``path_to_root`` of the resolved HEAD, which must
+be the case's ``leaf`` / ``head_is_empty``), and under ``"others"`` the same for
+``path_to_root`` of each of ``other_leaves``.
 
 Nothing leaves the machine: name resolution outside loopback is refused.
 """
@@ -119,11 +129,69 @@ def resume(spec: dict) -> list:
     return list(state.events)
 
 
+class TreeMismatch(AssertionError):
+    """The case's tree is not the one the SDK's ConversationState writes for it."""
+
+
+def tree_state(case: dict):  # type: ignore[no-untyped-def]
+    """The case's events appended to an in-memory ``ConversationState`` as the SDK appends them,
+    HEAD moved as ``LocalConversation.navigate_to`` moves it; every stamped parent checked."""
+    from uuid import uuid4
+
+    from openhands.sdk import Agent
+    from openhands.sdk.conversation.state import ConversationState
+    from openhands.sdk.io import InMemoryFileStore
+    from openhands.sdk.workspace import LocalWorkspace
+
+    global _AGENT
+    if _AGENT is None:
+        _AGENT = Agent(llm=LLM(model="gpt-4o", api_key="none", usage_id="agent"), tools=[])
+    state = ConversationState.create(id=uuid4(), agent=_AGENT, workspace=LocalWorkspace(working_dir="."),
+                                     file_store=InMemoryFileStore())
+    state._autosave_enabled = False  # nothing to persist; HEAD moves are plain field writes
+
+    def navigate_to(uid: str | None) -> None:  # LocalConversation.navigate_to, minus the lock and rebuild
+        if uid is not None and uid not in state.events:
+            raise ValueError(f"Unknown event_id: {uid}")
+        state.leaf_event_id = uid
+        state.head_is_empty = uid is None
+
+    moves: dict[int, list] = {}
+    for i, uid in case.get("navigations", []):
+        moves.setdefault(i, []).append(uid)
+    for i, raw in enumerate(case["events"]):
+        for uid in moves.get(i, []):
+            navigate_to(uid)
+        state.append_event(Event.model_validate({k: v for k, v in raw.items() if k != "parent_id"}))
+        stamped = state.events[i].parent_id
+        if stamped != raw.get("parent_id"):
+            raise TreeMismatch(f"event {i} ({raw['kind']}): the SDK stamps parent {stamped}, the case says {raw.get('parent_id')}")
+    for uid in moves.get(len(case["events"]), []):
+        navigate_to(uid)
+    if (state._resolve_active_leaf(), state.head_is_empty) != (case["leaf"], case["head_is_empty"]):
+        raise TreeMismatch(f"the SDK's HEAD is {state._resolve_active_leaf()} (empty: {state.head_is_empty}), "
+                           f"the case says {case['leaf']} (empty: {case['head_is_empty']})")
+    return state
+
+
+_AGENT = None
+
+
 def run_case(case: dict, llms: dict[str, LLM]) -> dict:
     if case.get("resume"):
         events = resume(case["resume"])
+    elif "leaf" in case:
+        state = tree_state(case)
+        result = view_result(state.active_branch(), case, llms)
+        result["others"] = {uid: view_result(state.events.path_to_root(uid), case, llms) for uid in case["other_leaves"]}
+        return result
     else:
         events = [Event.model_validate(e) for e in case["events"]]
+    return view_result(events, case, llms)
+
+
+def view_result(events: list, case: dict, llms: dict[str, LLM]) -> dict:
+    """``View.from_events(events)``: its ids, request flag, messages and condenser decision."""
     view = View.from_events(events)
     result: dict = {
         "view": [e.id for e in view.events],

@@ -10,9 +10,18 @@
   batch dropped, cut at a random point, a trailing request, a duplicated result, a thinking
   action dropped, a user message moved between a batch and its results).
 * ``hand-made``: small cases for one behaviour each, among them the documented differences.
+* ``branched`` (``tree/``, ``tree-hand/``): histories that are trees, written as the SDK writes
+  them when its agent is rewound (``navigate_to``): every event names its parent, HEAD moves
+  back to an observation, a user message, an action in the middle of its batch, a
+  Condensation, another branch's event, or nowhere (a new root), the agent goes on from there
+  and condenses, the SDK's way, the branch it is on; state updates are children of HEAD that
+  never become HEAD.
 
 A case is ``{"id", "events", "configs", "condense"?, "difference"?}``; ``difference`` names a
-documented difference (docs/architecture.md) the test asserts instead of equality.
+documented difference (docs/architecture.md) the test asserts instead of equality. A branched
+case adds ``navigations`` (``[index of the next event, uid or None]``: where HEAD was moved),
+``leaf`` (HEAD's uid; None with ``head_is_empty``), ``other_leaves`` (events off HEAD's path
+whose views are compared too) and ``rewinds`` (what each navigation went to).
 """
 
 from __future__ import annotations
@@ -55,6 +64,10 @@ class Builder:
         self.events: list[dict[str, Any]] = []
         self.n_resp = 0
         self.n_call = 0
+
+    def active(self) -> list[dict[str, Any]]:
+        """The events the agent's view is built from: all of them in a linear history."""
+        return self.events
 
     def uid(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
@@ -271,8 +284,9 @@ def _view(events: list[dict[str, Any]]) -> View:
 
 
 def condense_like_sdk(b: Builder, keep_first: int, max_size: int, *, request: bool, reset: bool = False) -> bool:
-    """Append the Condensation the SDK's condenser would write (summary text aside)."""
-    view = _view(b.events)
+    """Append the Condensation the SDK's condenser would write (summary text aside), cut on the
+    view of the active branch (the whole log for a linear history)."""
+    view = _view(b.active())
     evs = view.events
     sys_at = next((i for i, e in enumerate(evs) if e.kind == "SystemPromptEvent"), None)
     floor = sys_at + 1 if sys_at is not None else 0
@@ -304,26 +318,33 @@ def simulate(seed: int, steps: int, save_dir: str, *, thinking: float = 0.3, kee
     b.system(dynamic=rng.random() < 0.3)
     b.user("The date test fails after the timezone change. Please fix it.", with_image=rng.random() < 0.2)
     for _ in range(steps):
-        r = rng.random()
-        if r < 0.06:
-            b.user(rng.choice(["Also keep the CLI output stable.", "Any progress?"]))
-            if rng.random() < 0.3:
-                b.user("(and please run the linter)")
-        elif r < 0.14:
-            b.agent_message(rng.choice(["I found the cause.", ""]), thinking=rng.random() < thinking,
-                            reasoning="Summarize for the user." if rng.random() < 0.3 else None)
-        else:
-            n = rng.choice([1, 1, 1, 2, 2, 3, 4])
-            batch(b, n, thinking=rng.random() < thinking)
-        v = rng.random()
-        if v < 0.04:
-            b.request()
-            if rng.random() < 0.7:
-                condense_like_sdk(b, keep_first, max_size, request=True) or condense_like_sdk(
-                    b, keep_first, max_size, request=True, reset=True)
-        elif v < 0.08:
-            condense_like_sdk(b, keep_first, max_size, request=False)
+        step(b, thinking=thinking, keep_first=keep_first, max_size=max_size)
     return b.events
+
+
+def step(b: Builder, *, thinking: float, keep_first: int, max_size: int, p_condense: float = 0.04) -> None:
+    """One turn of the simulated agent: a user message, an assistant message or a batch, then
+    maybe a condensation request and the condensation the SDK would make."""
+    rng = b.rng
+    r = rng.random()
+    if r < 0.06:
+        b.user(rng.choice(["Also keep the CLI output stable.", "Any progress?"]))
+        if rng.random() < 0.3:
+            b.user("(and please run the linter)")
+    elif r < 0.14:
+        b.agent_message(rng.choice(["I found the cause.", ""]), thinking=rng.random() < thinking,
+                        reasoning="Summarize for the user." if rng.random() < 0.3 else None)
+    else:
+        n = rng.choice([1, 1, 1, 2, 2, 3, 4])
+        batch(b, n, thinking=rng.random() < thinking)
+    v = rng.random()
+    if v < p_condense:
+        b.request()
+        if rng.random() < 0.7:
+            condense_like_sdk(b, keep_first, max_size, request=True) or condense_like_sdk(
+                b, keep_first, max_size, request=True, reset=True)
+    elif v < 2 * p_condense:
+        condense_like_sdk(b, keep_first, max_size, request=False)
 
 
 # --- edits --------------------------------------------------------------------------------------
@@ -488,8 +509,287 @@ def generated(save_dir: str, n: int = 30) -> list[dict[str, Any]]:
     return cases
 
 
+# --- branched histories (the SDK's history tree, issue 19) --------------------------------------
+
+ROOT_PARENT_ID = "__root__"  # the SDK's parent_id for a new root (after navigate_to(None))
+NON_NODES = ("ConversationStateUpdateEvent",)  # appended with a parent, never HEAD
+
+
+class TreeBuilder(Builder):
+    """Writes events as the SDK's ``ConversationState.append_event`` stamps them: each names its
+    parent (HEAD when it was appended; none for the log's first event; ``"__root__"`` after
+    ``navigate_to(None)``), and each but a ConversationStateUpdateEvent becomes HEAD.
+    ``navigate`` moves HEAD as ``LocalConversation.navigate_to`` does; the navigations are kept
+    (``[index of the next event, target]``) so that the runner can replay them on the SDK's own
+    ConversationState and check every parent it stamps."""
+
+    def __init__(self, rng: random.Random, save_dir: str):
+        super().__init__(rng, save_dir)
+        self.leaf: str | None = None
+        self.head_is_empty = False
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self.index: dict[str, int] = {}
+        self.navigations: list[list[Any]] = []
+        self.rewinds: list[str] = []  # what each navigation went to, for the report
+
+    def add(self, kind: str, source: str, **fields: Any) -> dict[str, Any]:
+        parent = self.leaf if self.leaf is not None else (ROOT_PARENT_ID if self.events else None)
+        if parent is not None:
+            fields["parent_id"] = parent
+        e = super().add(kind, source, **fields)
+        self.by_id[e["id"]] = e
+        self.index[e["id"]] = len(self.events) - 1
+        if kind not in NON_NODES:
+            self.leaf, self.head_is_empty = e["id"], False
+        return e
+
+    def state_update(self) -> None:
+        key, value = self.rng.choice([("execution_status", "running"), ("execution_status", "idle"),
+                                      ("agent_state", {"turn": len(self.events)})])
+        self.add("ConversationStateUpdateEvent", "environment", key=key, value=value)
+
+    def navigate(self, uid: str | None, how: str = "") -> None:
+        self.navigations.append([len(self.events), uid])
+        self.rewinds.append(how or ("empty" if uid is None else self.by_id[uid]["kind"]))
+        self.leaf, self.head_is_empty = uid, uid is None
+
+    def path(self, uid: str | None) -> list[dict[str, Any]]:
+        """``EventLog.path_to_root``: root first."""
+        out = []
+        while uid is not None:
+            e = self.by_id[uid]
+            out.append(e)
+            parent = e.get("parent_id")
+            if parent == ROOT_PARENT_ID:
+                break
+            if parent is None:  # the SDK's legacy rule: the event before (none for the first)
+                i = self.index[uid]
+                parent = self.events[i - 1]["id"] if i > 0 else None
+            uid = parent
+        return out[::-1]
+
+    def active(self) -> list[dict[str, Any]]:
+        return self.path(self.leaf)
+
+    def tips(self) -> list[str]:
+        """The nodes no node follows: the tips of the branches, oldest first."""
+        has_child = set()
+        for i, e in enumerate(self.events):
+            if e["kind"] in NON_NODES:
+                continue
+            parent = e.get("parent_id")
+            if parent is None and i > 0:
+                parent = self.events[i - 1]["id"]
+            has_child.add(parent)
+        return [e["id"] for e in self.events if e["kind"] not in NON_NODES and e["id"] not in has_child]
+
+    def case(self, case_id: str, other_leaves: list[str], **extra: Any) -> dict[str, Any]:
+        """The case as it stands (copies: the builder may go on for another case)."""
+        return {"id": case_id, "events": list(self.events), "navigations": [list(n) for n in self.navigations],
+                "leaf": self.leaf, "head_is_empty": self.head_is_empty, "other_leaves": list(other_leaves),
+                "rewinds": list(self.rewinds), **extra}
+
+
+def _mid_batch(path: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Actions on the path that a later action of their batch follows."""
+    last: dict[str, int] = {}
+    for i, e in enumerate(path):
+        if e["kind"] == "ActionEvent":
+            last[e["llm_response_id"]] = i
+    return [e for i, e in enumerate(path) if e["kind"] == "ActionEvent" and last[e["llm_response_id"]] > i]
+
+
+REWIND_WEIGHTS = {"observation": 4, "user-message": 2, "mid-batch": 2, "condensation": 3, "other-branch": 1, "empty": 1}
+
+
+def rewind(b: TreeBuilder, *, go_on: bool = True) -> None:
+    """Navigate back, as a user of the SDK does (``conversation.navigate_to``): to an
+    observation, a user message, an action in the middle of its batch, a Condensation, an
+    event of another branch, or nowhere (a new root); then, with ``go_on``, the next turn."""
+    rng = b.rng
+    path = b.active()
+    on_path = {e["id"] for e in path}
+    targets = {
+        "observation": [e for e in path if e["kind"] in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent")],
+        "user-message": [e for e in path if e["kind"] == "MessageEvent" and e["source"] == "user"],
+        "mid-batch": _mid_batch(path),
+        "condensation": [e for e in path if e["kind"] == "Condensation"],
+        "other-branch": [e for e in b.events if e["id"] not in on_path and e["kind"] not in NON_NODES],
+        "empty": [None],
+    }
+    kinds = [k for k, v in targets.items() if v]
+    how = rng.choices(kinds, [REWIND_WEIGHTS[k] for k in kinds])[0]
+    target = rng.choice(targets[how])
+    b.navigate(None if target is None else target["id"], how)
+    if not go_on:
+        return
+    if how == "empty":
+        if rng.random() < 0.7:
+            b.system()
+        b.user("Start over: fix the date test without touching the parser.")
+    elif rng.random() < 0.5:
+        b.user(rng.choice(["Let's try another way.", "Go back and run the tests first."]))
+
+
+def simulate_tree(seed: int, steps: int, save_dir: str, *, thinking: float, keep_first: int, max_size: int,
+                  p_rewind: float = 0.1, p_state: float = 0.06) -> TreeBuilder:
+    """``simulate`` on a tree: the agent navigates back at random points and goes on from
+    there; it condenses the way the SDK does on the branch it is on (before and after each
+    rewind), and the SDK's state updates are written between events."""
+    rng = random.Random(seed)
+    b = TreeBuilder(rng, save_dir)
+    if rng.random() < 0.15:
+        b.state_update()  # before the first event: the system prompt is then a "__root__"
+    b.system(dynamic=rng.random() < 0.3)
+    b.user("The date test fails after the timezone change. Please fix it.", with_image=rng.random() < 0.2)
+    for _ in range(steps):
+        step(b, thinking=thinking, keep_first=keep_first, max_size=max_size, p_condense=0.05)
+        if rng.random() < p_state:
+            b.state_update()
+        if rng.random() < p_rewind and len(b.active()) > 3:
+            rewind(b)
+    if rng.random() < 0.3:
+        rewind(b, go_on=False)  # HEAD left where it was moved to (maybe empty)
+    return b
+
+
+def _other_leaves(b: TreeBuilder, rng: random.Random, k: int = 3) -> list[str]:
+    """The tips of abandoned branches (up to ``k``) and one more event off HEAD's path."""
+    on_path = {e["id"] for e in b.active()}
+    tips = [t for t in b.tips() if t not in on_path]
+    out = rng.sample(tips, min(k, len(tips)))
+    off = [e["id"] for e in b.events if e["kind"] not in NON_NODES and e["id"] not in on_path and e["id"] not in out]
+    if off:
+        out.append(rng.choice(off))
+    return out
+
+
+def branched(save_dir: str, n: int = 30) -> list[dict[str, Any]]:
+    cases = []
+    for seed in range(n):
+        b = simulate_tree(5000 + seed, [30, 50, 80, 120][seed % 4], save_dir, thinking=[0.0, 0.3, 0.8][seed % 3],
+                          keep_first=[1, 2, 4][seed % 3], max_size=[20, 30][seed % 2])
+        cases.append(b.case(f"tree/{seed}", _other_leaves(b, random.Random(20_000 + seed))))
+    return cases
+
+
+def hand_made_trees(save_dir: str) -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = []
+    rng = random.Random(19)
+
+    def fresh() -> TreeBuilder:
+        b = TreeBuilder(rng, save_dir)
+        b.system()
+        b.user("Fix the bug.")
+        return b
+
+    def one(b: TreeBuilder, n: int = 1) -> None:
+        for _ in range(n):
+            batch(b, 1, thinking=False, p_invalid=0, p_reject=0, p_big=0, p_error=0)
+
+    # navigate into the middle of a range a later condensation forgot, to an observation and
+    # to an action (whose result is then on another branch)
+    for where, name in ((5, "observation"), (4, "action")):
+        b = fresh()
+        one(b, 4)  # 2..9
+        b.condensation([e["id"] for e in b.events[2:8]], "the first three batches", 2)
+        one(b)
+        tip = b.leaf
+        b.navigate(b.events[where]["id"], f"forgotten-{name}")
+        b.user("Go on from here.")
+        one(b)
+        cases.append(b.case(f"tree-hand/into-forgotten-range-{name}", [tip, b.events[where + 1]["id"]]))
+
+    # navigate to None and start over, and an empty HEAD left as it is
+    for go_on in (True, False):
+        b = fresh()
+        one(b, 2)
+        b.request()
+        condense_like_sdk(b, 1, 100, request=True)
+        one(b)
+        tip = b.leaf
+        b.navigate(None)
+        if go_on:
+            b.system()
+            b.user("A new task: update the changelog.")
+            one(b)
+        cases.append(b.case(f"tree-hand/{'start-over' if go_on else 'empty-head'}", [tip]))
+
+    # two siblings, each condensed, below a condensation on their shared prefix
+    b = fresh()
+    one(b, 5)
+    condense_like_sdk(b, 1, 8, request=False)
+    one(b)
+    fork = b.events[-1]["id"]  # an observation
+    tips = []
+    for sibling in range(2):
+        if sibling:
+            b.navigate(fork, "observation")
+        one(b, 4)
+        assert condense_like_sdk(b, 1, 8, request=False)
+        one(b)
+        tips.append(b.leaf)
+    cases.append(b.case("tree-hand/two-siblings-condensed", tips[:1]))
+    # and a third, from the first sibling's Condensation
+    first_summary = [e for e in b.path(tips[0]) if e["kind"] == "Condensation"][-1]["id"]
+    b.navigate(first_summary, "condensation")
+    b.user("Continue from the summary.")
+    one(b, 2)
+    cases.append(b.case("tree-hand/from-a-sibling-condensation", tips))
+
+    # a rewind into the middle of a batch
+    b = fresh()
+    batch(b, 3, thinking=True, p_invalid=0, p_reject=0, p_big=0, p_error=0)
+    tip = b.leaf
+    b.navigate(b.events[3]["id"], "mid-batch")
+    b.user("Stop, only run the first one.")
+    one(b)
+    cases.append(b.case("tree-hand/mid-batch", [tip]))
+
+    # a thinking tool loop whose first batch is answered on one branch only: HEAD's branch
+    # leaves the batch incomplete, which breaks the loop it starts (the rest of it goes too)
+    b = fresh()
+    batch(b, 2, thinking=True, p_invalid=0, p_reject=0, p_big=0, p_error=0)  # 2, 3; results 4, 5
+    tip = b.leaf
+    b.navigate(b.events[4]["id"], "observation")
+    one(b)
+    cases.append(b.case("tree-hand/tool-loop-across-a-branch", [tip]))
+
+    # a state update (a child of HEAD, never HEAD) written inside a thinking tool loop, the
+    # loop's start forgotten: the SDK's path does not hold the update, so the loop goes on
+    b = fresh()
+    batch(b, 1, thinking=True, p_invalid=0, p_reject=0, p_big=0, p_error=0)  # 2, 3
+    b.state_update()  # 4
+    one(b)  # 5, 6: the same tool loop on the SDK's path
+    b.condensation([b.events[2]["id"], b.events[3]["id"]], "the first batch", 2)
+    b.user("Go on.")
+    cases.append(b.case("tree-hand/state-update-inside-a-tool-loop", [b.events[-2]["id"]]))
+
+    # the SDK's state updates: never HEAD, children of HEAD, before the first event
+    b = TreeBuilder(rng, save_dir)
+    b.state_update()
+    b.system()
+    b.state_update()
+    b.user("Fix the bug.")
+    one(b)
+    b.state_update()
+    tip = b.leaf
+    b.navigate(b.events[3]["id"], "user-message")
+    b.state_update()
+    one(b)
+    b.state_update()
+    cases.append(b.case("tree-hand/state-updates", [tip]))
+    # HEAD moved onto a state update (navigate_to takes any event), and on from there
+    target = b.events[-1]["id"]
+    b.navigate(target, "state-update")
+    b.user("And now?")
+    one(b)
+    cases.append(b.case("tree-hand/head-on-a-state-update", [tip]))
+    return cases
+
+
 def all_cases(save_dir: str) -> list[dict[str, Any]]:
-    cases = generated(save_dir) + hand_made(save_dir)
+    cases = generated(save_dir) + hand_made(save_dir) + branched(save_dir) + hand_made_trees(save_dir)
     for c in cases:
         c.setdefault("configs", list(CONFIGS))
     return cases
