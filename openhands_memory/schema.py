@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from sqlalchemy import JSON, BigInteger, Column, ForeignKeyConstraint, Index, Integer, LargeBinary, Text, text
+from sqlalchemy import JSON, BigInteger, Boolean, Column, ForeignKeyConstraint, Index, Integer, LargeBinary, Text, text
 from sqlmodel import Field, SQLModel
 
 from .events import TOOL_KINDS
@@ -102,6 +102,10 @@ class EventRow(SQLModel, table=True):
     # The parent's id when it is not the row before (a branch's first event); -1 for a new
     # root; NULL otherwise (revision 0006).
     parent_seq: Optional[int] = Field(default=None, sa_column=Column("parent_seq", Integer, nullable=True))
+    # TRUE for a row the SDK never makes a tree node (a state update) that the next event
+    # names no descendant of: it is carried inside a path's interval, but is not on the path
+    # (a tool loop runs across it). NULL otherwise (revision 0006).
+    detached: Optional[bool] = Field(default=None, sa_column=Column("detached", Boolean, nullable=True))
 
 
 class CondensationRow(SQLModel, table=True):

@@ -32,19 +32,27 @@ from . import factories as f
 
 
 class SdkTree:
-    """The SDK's tree, kept beside the store: parents by seq, the leaf, the events."""
+    """The SDK's tree, kept beside the store: parents by seq, the leaf, the events.
+
+    The events appended here name no parent, so each follows the previous event (the SDK's
+    rule for an event without ``parent_id``) unless HEAD was moved: then it follows HEAD,
+    and the first node appended there becomes HEAD (a state update never does)."""
 
     def __init__(self) -> None:
         self.parent: dict[int, int | None] = {}
         self.events: dict[int, Event] = {}
         self.leaf: int | None = None
+        self.moved = False  # HEAD was moved and no node appended since
 
     def appended(self, seqs: list[int], events: list[Event]) -> None:
         for seq, e in zip(seqs, events):
-            self.parent[seq] = self.leaf
+            self.parent[seq] = self.leaf if self.moved else (seq - 1 if seq > 0 else None)
             self.events[seq] = e.model_copy().with_seq(seq)
             if not isinstance(e, ConversationStateUpdateEvent):
-                self.leaf = seq
+                self.leaf, self.moved = seq, False
+
+    def navigate(self, to: int | None) -> None:
+        self.leaf, self.moved = to, True
 
     def path(self, leaf: int | None) -> list[Event]:
         out = []
@@ -81,11 +89,11 @@ def run(url: str, cid: str, ops: list[tuple[str, int]]) -> None:
         model.appended(conv.append_many(first), first)
         calls = 0
         for op, arg in ops:
-            if op == "pair":
+            if op == "pair":  # a thinking tool loop of ``arg`` calls, one call a response
                 events: list[Event] = []
-                for _ in range(arg):
+                for k in range(arg):
                     calls += 1
-                    events += [f.action(f"r{calls}", f"c{calls}"), f.observation(f"c{calls}")]
+                    events += [f.action(f"r{calls}", f"c{calls}", think=k == 0), f.observation(f"c{calls}")]
                 model.appended(conv.append_many(events), events)
             elif op == "user":
                 e = f.user(f"more {len(model.events)}")
@@ -99,7 +107,7 @@ def run(url: str, cid: str, ops: list[tuple[str, int]]) -> None:
             elif op == "navigate":
                 to = None if arg < 0 else arg % len(model.events)
                 conv.navigate(to)
-                model.leaf = to
+                model.navigate(to)
             else:
                 try:
                     done = conv.condense(strategies[arg])
@@ -146,6 +154,13 @@ def test_a_branch_never_shows_a_siblings_summary_or_what_only_the_sibling_forgot
         assert [b.head for b in conv.branches()] == [False, True]
         # the other branch still shows its summary
         assert conv.view(at=done.stored_as).summary_event is not None
+        # history marks what HEAD's path hides: nothing here; the sibling's forgotten events
+        # off the path keep their condensation
+        from openhands_memory.inspection.history import history
+
+        rows = {r.id: r.forgotten_by for r in history(store, "t")}
+        assert all(rows[seq] is None for seq in range(fork_point + 1))
+        assert any(rows[seq] == done.stored_as for seq in range(fork_point + 1, done.stored_as))
 
 
 def test_appends_after_a_navigate_follow_head_and_keep_ids_gap_free(database_url):
@@ -232,3 +247,27 @@ def test_doctor_names_a_parent_that_does_not_precede_its_event(tmp_path):
         report = doctor.check(store)
         assert [p.check for p in report.problems] == ["tree"]
         assert "events 1 name a parent that does not precede them" in report.problems[0].detail
+
+
+def test_jsonl_export_keeps_the_tree(tmp_path):
+    import io
+
+    from openhands_memory.io.importer import import_path
+    from openhands_memory.io.jsonl import write_jsonl
+
+    with EventStore(tmp_path / "one.db") as one:
+        conv = one.create_conversation("c")
+        conv.append_many([f.system(), f.user("a"), f.user("b")])
+        conv.navigate(1)
+        conv.append(f.user("c"))
+        conv.navigate(None)
+        conv.append(f.user("new root"))
+        conv.navigate(3)
+        text = io.StringIO()
+        write_jsonl(conv, text)
+        (tmp_path / "c.jsonl").write_text(text.getvalue())
+        want = {n: conv.view(at=n).seqs for n in range(5)}
+    with EventStore(tmp_path / "two.db") as two:
+        import_path(two, tmp_path / "c.jsonl")
+        back = two.conversation("c")
+        assert {n: back.view(at=n).seqs for n in range(5)} == want

@@ -8,7 +8,9 @@ The OpenHands SDK (1.31+) keeps a conversation as a tree: each event names its p
 (``leaf_event_id``) can be moved back (``navigate_to``), and the next event starts a branch.
 A branch is nearly always a run of consecutive ids, so only the events whose parent is not
 the row before them store one (``parent_seq``; -1 for a new root): a linear history stores
-none, and existing files need no rewrite. ``ix_event_jump`` holds exactly those rows, so
+none, and existing files need no rewrite. A state update (never a node of the SDK's tree)
+that the next event skips to name an earlier parent stays inside the path's interval but is
+marked ``detached``, so that a tool loop runs across it as the SDK's path does. ``ix_event_jump`` holds exactly those rows, so
 the path from a leaf to the root is one seek per branch on it (``Session.path``).
 ``conversation.head`` is HEAD: NULL while it is the newest row (every linear history), -1
 when it is empty (``navigate_to(None)``), else the event's id. ``ix_hidden_run_path`` covers
@@ -31,6 +33,7 @@ def upgrade() -> None:
     # the table for an added nullable column): a 1M-event file upgrades in milliseconds.
     with op.batch_alter_table('event', schema=None) as batch_op:
         batch_op.add_column(sa.Column('parent_seq', sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column('detached', sa.Boolean(), nullable=True))
     with op.batch_alter_table('conversation', schema=None) as batch_op:
         batch_op.add_column(sa.Column('head', sa.Integer(), nullable=True))
     op.create_index(
@@ -54,4 +57,5 @@ def downgrade() -> None:
     with op.batch_alter_table('conversation', schema=None) as batch_op:
         batch_op.drop_column('head')
     with op.batch_alter_table('event', schema=None) as batch_op:
+        batch_op.drop_column('detached')
         batch_op.drop_column('parent_seq')

@@ -137,7 +137,7 @@ class ViewCache:
             assert b.loop_start is not None and b.loop_from is not None
             first = bisect.bisect_left(data.facts, b.loop_start, key=lambda f: f.seq)
             window = old.events[b.loop_from :] + self.new_events
-            history = TailHistory(data.batch_sizes, loop_spans(data.facts[first:]))
+            history = TailHistory(data.batch_sizes, loop_spans(data.facts[first:], joins=data.joins))
             kept, dropped = enforce(window, history)
             if dropped:
                 return None  # the loop is broken: only a full enforcement is right
@@ -241,15 +241,15 @@ class ViewCache:
         cid = data.conversation_id
         with self.recorder.reading() as db:
             runs = hidden.live(db, cid)
+            starts = [s for s, _ in runs]
+
+            def shown(seq: int) -> bool:
+                k = bisect.bisect_right(starts, seq) - 1
+                return k < 0 or runs[k][1] < seq
+
+            data.facts = [f for f in data.facts if shown(f.seq)]
             intervals = ranges.complement(runs, cond.seq)
-            data.open_loop_at, data.continues_after = query.edges(db, cid, intervals, cond.seq)
-        starts = [s for s, _ in runs]
-
-        def shown(seq: int) -> bool:
-            k = bisect.bisect_right(starts, seq) - 1
-            return k < 0 or runs[k][1] < seq
-
-        data.facts = [f for f in data.facts if shown(f.seq)]
+            data.open_loop_at, data.continues_after = query.edges(db, cid, intervals, cond.seq, data.facts)
         data.facts.append(RowFacts(cond.seq, cond.kind, False))
         data.events = {seq: e for seq, e in data.events.items() if shown(seq)}
         data.hidden = runs

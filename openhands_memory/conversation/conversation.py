@@ -206,6 +206,8 @@ class Conversation:
         with self.store.writing(self.id) as db:
             if not db.conversation_exists(self.id):
                 raise ConversationNotFound(self.id)
+            if to is not None and to < 0:
+                raise EventNotFound(self.id, to)
             want = tree.normalized_head(db, self.id, tree.EMPTY if to is None else to)
             db.set_head(self.id, want)
             uid = None if to is None else db.uid_of(self.id, to)

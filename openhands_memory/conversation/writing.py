@@ -148,7 +148,8 @@ class Writer:
         self._head = parents.head
         # The cached view extends only along HEAD's path: rows that start a branch, move HEAD,
         # or land while HEAD stays behind them (a non-node after a navigate) make it read again.
-        self.branched = self.branched or bool(parents.jumps) or parents.head_changed or parents.head is not None
+        self.branched = (self.branched or bool(parents.jumps) or bool(parents.detached) or parents.head_changed
+                         or parents.head is not None)
         for k, e in enumerate(events):
             if isinstance(e, Condensation):
                 seq = first + k

@@ -191,6 +191,9 @@ class Statements(Protocol):
     def set_head(self, cid: str, head: int | None) -> None:
         ...
 
+    def continues(self, cid: str, first: int, parent: str | None) -> bool:
+        ...
+
     def uid_of(self, cid: str, seq: int) -> str | None:
         ...
 
@@ -198,6 +201,9 @@ class Statements(Protocol):
         ...
 
     def set_parents(self, cid: str, parents: Sequence[tuple[int, int]]) -> None:
+        ...
+
+    def set_detached(self, cid: str, seqs: Sequence[int]) -> None:
         ...
 
     def chains_between(self, cid: str, lo: int, hi: int) -> bool:

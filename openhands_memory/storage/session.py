@@ -99,6 +99,8 @@ NON_NODE_LIST = ", ".join(f"'{k}'" for k in NON_NODE_KINDS)
 CHUNK = 4_000  # intervals per statement (two parameters each)
 #: A view's columns of each row: payloads only of the rows the model sees.
 VIEW_ROW_COLUMNS = "ev.id, ev.kind, ev.has_thinking, CASE WHEN ev.llm_visible THEN ev.payload END"
+#: The rows of a path's intervals that are on it (a detached state update is not: tree.py).
+ON_PATH = " AND ev.detached IS NULL"
 
 
 class IntegrityViolation(Exception):
@@ -348,7 +350,7 @@ class Session(InspectionQueries):
         (``VIEW_ROW_COLUMNS`` of each), the interval edges (as ``view_edges``), the newest
         summary (condensation id, its uid, timestamp, summary, offset) and the newest
         request's id."""
-        rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS)
+        rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS, ON_PATH)
         edges = self.edge_statements(cid, intervals)
         results = self.run_all([*rows, *edges, (LATEST_SUMMARY, (cid, upto)), (LAST_REQUEST, (cid, upto))])
         found_rows = [r for part in results[: len(rows)] for r in part]
@@ -384,7 +386,8 @@ class Session(InspectionQueries):
             out.append((
                 cte + "SELECT iv.s, iv.e, "
                 "(SELECT CASE WHEN kind = 'ActionEvent' AND has_thinking THEN id END FROM event "
-                f"WHERE conversation_id = ? AND id < iv.s AND {LOOP_EDGE} ORDER BY id DESC LIMIT 1), "
+                f"WHERE conversation_id = ? AND id < iv.s AND {LOOP_EDGE} AND detached IS NULL "
+                "ORDER BY id DESC LIMIT 1), "
                 f"(SELECT kind IN ({TOOL_KIND_LIST}) AND NOT has_thinking FROM event "
                 "WHERE conversation_id = ? AND id = iv.e + 1) FROM iv",
                 [*params, cid, cid],
@@ -434,6 +437,11 @@ class Session(InspectionQueries):
     def set_head(self, cid: str, head: int | None) -> None:
         self.execute("UPDATE conversation SET head = ? WHERE id = ?", (head, cid))
 
+    def continues(self, cid: str, first: int, parent: str | None) -> bool:
+        """Whether a row at ``first`` whose event names ``parent`` (an external id, or None)
+        simply follows the row before it: it names none, or that row (see tree.py)."""
+        return parent is None or self.uid_of(cid, first - 1) == parent
+
     def uid_of(self, cid: str, seq: int) -> str | None:
         return self.one("SELECT uid FROM event WHERE conversation_id = ? AND id = ?", (cid, seq))
 
@@ -449,6 +457,12 @@ class Session(InspectionQueries):
         self.executemany(
             "UPDATE event SET parent_seq = ? WHERE conversation_id = ? AND id = ?",
             [(parent, cid, seq) for seq, parent in parents],
+        )
+
+    def set_detached(self, cid: str, seqs: Sequence[int]) -> None:
+        """Mark non-node rows that the next event skips (see tree.py)."""
+        self.executemany(
+            "UPDATE event SET detached = TRUE WHERE conversation_id = ? AND id = ?", [(cid, seq) for seq in seqs]
         )
 
     def chains_between(self, cid: str, lo: int, hi: int) -> bool:
@@ -521,7 +535,7 @@ class Session(InspectionQueries):
         """``view_tail`` for a view whose path branches: the rows of ``intervals``; the edges
         of each (s, e, the row before s on the path when it is hidden, the row after e when
         hidden), as ``view_edges``; the newest summary on the path."""
-        rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS)
+        rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS, ON_PATH)
         edge_sql = []
         for part in chunks(edges, CHUNK):
             values = ", ".join("(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))"
@@ -529,7 +543,8 @@ class Session(InspectionQueries):
             edge_sql.append((
                 f"WITH iv(s, e, p, n) AS (VALUES {values}) SELECT iv.s, iv.e, "
                 "(SELECT CASE WHEN kind = 'ActionEvent' AND has_thinking THEN id END FROM event "
-                f"WHERE conversation_id = ? AND id <= iv.p AND {LOOP_EDGE} ORDER BY id DESC LIMIT 1), "
+                f"WHERE conversation_id = ? AND id <= iv.p AND {LOOP_EDGE} AND detached IS NULL "
+                "ORDER BY id DESC LIMIT 1), "
                 f"(SELECT kind IN ({TOOL_KIND_LIST}) AND NOT has_thinking FROM event "
                 "WHERE conversation_id = ? AND id = iv.n) FROM iv",
                 [*[x for quad in part for x in quad], cid, cid],

@@ -10,7 +10,9 @@ the root. Here:
   is the previous event) is the default, so a linear history stores nothing. Rows the SDK
   never makes HEAD (``ConversationStateUpdateEvent``) may sit between an event and its
   parent; when they chain to that parent themselves, the event still counts as a
-  continuation (they are never shown to the model, so the path may carry them).
+  continuation, and they are marked ``detached``: the path's interval carries them (so a
+  path stays a few intervals), but the view reads past them, as a tool loop runs across
+  them on the SDK's path.
 * A branch is a run of consecutive ids, so a path is a few id intervals, found by one
   statement that seeks ``ix_event_jump`` once per branch on it (``Session.path``).
 * ``conversation.head`` is HEAD: NULL while it is the newest row (every linear history and
@@ -122,15 +124,18 @@ class Parents:
     jumps: list[tuple[int, int]]
     head: int | None
     head_changed: bool
+    detached: list[int]  # non-node rows a new row skipped to name an earlier parent
 
 
 def assign(db: Session, cid: str, first: int, events: Sequence[Event], head: int | None) -> Parents:
     """Give the events about to be stored at ``first``, ``first + 1``, ... their parents.
 
-    An event that names one (the SDK's ``parent_id``) gets it; one that does not follows HEAD
-    (``head``, as stored: None is the newest row). Appending a node makes it HEAD (the newest
-    row: None). A parent the conversation does not hold is refused (``UnknownParent``)."""
+    An event that names one (the SDK's ``parent_id``) gets it. One that does not follows the
+    event HEAD was moved to, if it was, else the row before it (the SDK's rule for an event
+    without ``parent_id``). Appending a node makes it HEAD (the newest row: None). A parent
+    the conversation does not hold is refused (``UnknownParent``)."""
     jumps: list[tuple[int, int]] = []
+    detached: list[int] = []
     placed: dict[str, int] = {}
     chained: list[bool] = []  # per new row: a non-node whose parent is the row before it
     start_head = head
@@ -148,11 +153,10 @@ def assign(db: Session, cid: str, first: int, events: Sequence[Event], head: int
             if found is None:
                 raise UnknownParent(cid, e.id, e.parent_id)
             parent = found
-        if parent is not None and (
-            parent == seq - 1
-            or (parent == EMPTY and seq == 0)
-            or (parent >= 0 and _chains(db, cid, first, chained, parent + 1, seq - 1))
-        ):
+        if parent is not None and (parent == seq - 1 or (parent == EMPTY and seq == 0)):
+            parent = None
+        elif parent is not None and parent >= 0 and _chains(db, cid, first, chained, parent + 1, seq - 1):
+            detached += range(parent + 1, seq)  # carried in the interval, off the path
             parent = None
         if parent is not None:
             jumps.append((seq, parent))
@@ -160,7 +164,7 @@ def assign(db: Session, cid: str, first: int, events: Sequence[Event], head: int
         placed[e.id] = seq
         if is_node(e.kind):  # type: ignore[attr-defined]
             head = None
-    return Parents(jumps, head, head != start_head)
+    return Parents(jumps, head, head != start_head, sorted(set(detached)))
 
 
 def _chains(db: Session, cid: str, first: int, chained: list[bool], lo: int, hi: int) -> bool:
@@ -178,6 +182,8 @@ def store(db: Session, cid: str, first: int, events: Sequence[Event], head: int 
     parents = assign(db, cid, first, events, head)
     if parents.jumps:
         db.set_parents(cid, parents.jumps)
+    if parents.detached:
+        db.set_detached(cid, parents.detached)
     if parents.head_changed:
         db.set_head(cid, parents.head)
     return parents
@@ -261,7 +267,7 @@ class Branch:
 
     leaf: int
     path: list[Run]  # oldest first
-    fork: int | None  # where its newest part leaves another branch (None: the first line)
+    fork: int | None  # the nearest event on its path with two children or more (None: none)
     head: bool
 
     @property
@@ -270,14 +276,20 @@ class Branch:
 
 
 def branches(db: Session, cid: str) -> list[Branch]:
-    """Every leaf of the tree (a node no node follows), oldest first, with its path."""
+    """Every leaf of the tree (a node no node follows), oldest first, with its path and its
+    fork point: the nearest event before it on its path that has two children or more."""
     last = db.last_seq(cid)
     if last < 0:
         return []
     jumps = db.jumps(cid)
     starts = [0] + [j for j, _ in jumps]
-    parent_of = dict(jumps)
-    has_child = {p for _, p in jumps if p >= 0}
+    jumped = {j for j, _ in jumps}
+    children: dict[int, int] = {}
+    for _, p in jumps:
+        if p >= 0:
+            children[p] = children.get(p, 0) + 1
+    forks = sorted((p for p, n in children.items() if n + (p + 1 <= last and p + 1 not in jumped) >= 2),
+                   reverse=True)
     current = leaf(db, cid)
     out: list[Branch] = []
     for k, start in enumerate(starts):
@@ -285,10 +297,9 @@ def branches(db: Session, cid: str) -> list[Branch]:
         if start > end:
             continue
         tip = db.last_node(cid, start, end)
-        if tip is None or tip in has_child:
+        if tip is None or tip in children:
             continue
-        # a node followed by the next row in its own segment has a child there
         path = db.path(cid, tip)
-        fork = parent_of.get(start)
-        out.append(Branch(tip, path, None if fork is None or fork < 0 else fork, tip == current))
+        fork = next((p for p in forks if p < tip and any(s <= p <= e for s, e in path)), None)
+        out.append(Branch(tip, path, fork, tip == current))
     return out

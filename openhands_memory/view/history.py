@@ -36,17 +36,22 @@ def loop_spans(
     *,
     open_loop_at: dict[int, int] | None = None,
     continues_after: Iterable[int] = (),
-) -> dict[int, tuple[int, int]]:
-    """Map each event in a thinking tool loop to the loop's [first, last] id.
+    joins: dict[int, int] | None = None,
+) -> dict[int, tuple[int, ...]]:
+    """Map each event in a thinking tool loop to the loop: the ids of its members, in order.
 
-    ``rows`` are contiguous runs of events in id order; a jump in ids starts a new run.
+    ``rows`` are contiguous runs of events in id order; a jump in ids starts a new run,
+    except where ``joins`` says the row is the next one on a history tree's path after the
+    row before it (``joins[seq] == previous seq``: a branch point).
     ``open_loop_at[s]`` says a run starting at ``s`` continues a loop that began at an earlier
     (unread) id; ``continues_after`` lists run ends whose loop goes on past them. Such loops
-    get a span reaching outside the rows, so they never count as complete.
+    also name an id outside the rows (that earlier start, or the id after the end), so they
+    never count as complete.
     """
     open_loop_at = open_loop_at or {}
+    joins = joins or {}
     extends = set(continues_after)
-    spans: dict[int, tuple[int, int]] = {}
+    spans: dict[int, tuple[int, ...]] = {}
     members: list[int] = []
     start: int | None = None
     prev: int | None = None
@@ -54,12 +59,14 @@ def loop_spans(
     def close(end: int) -> None:
         nonlocal start, members
         if start is not None:
+            loop = tuple(([] if members and members[0] == start else [start]) + members
+                         + ([end + 1] if end in extends else []))
             for m in members:
-                spans[m] = (start, end + 1 if end in extends else end)
+                spans[m] = loop
         start, members = None, []
 
     for r in rows:
-        if prev is not None and r.seq != prev + 1:
+        if prev is not None and r.seq != prev + 1 and joins.get(r.seq) != prev:
             close(prev)
         if start is None and r.seq in open_loop_at and r.is_tool and not r.starts_loop:
             start = open_loop_at[r.seq]
@@ -92,18 +99,20 @@ class ListHistory:
 
     events: Sequence[Event]
     _batches: Counter = field(init=False)
-    _spans: dict[int, tuple[int, int]] = field(init=False)
+    _spans: dict[int, tuple[int, ...]] = field(init=False)
 
     def __post_init__(self) -> None:
         self._batches = Counter(
             e.llm_response_id for e in self.events if isinstance(e, ActionEvent)
         )
-        self._spans = loop_spans(facts_of(self.events))
+        facts = facts_of(self.events)
+        # The list is the history (a line, or a tree's path): neighbours in it are neighbours.
+        self._spans = loop_spans(facts, joins={b.seq: a.seq for a, b in zip(facts, facts[1:])})
 
     def batch_size(self, llm_response_id: str) -> int:
         return self._batches[llm_response_id]
 
-    def loop_span(self, seq: int) -> tuple[int, int] | None:
+    def loop_span(self, seq: int) -> tuple[int, ...] | None:
         return self._spans.get(seq)
 
 
@@ -112,10 +121,10 @@ class TailHistory:
     """History answers from the view query's rows and edge facts (see ``view/query.py``)."""
 
     batch_sizes: dict[str, int]
-    spans: dict[int, tuple[int, int]]
+    spans: dict[int, tuple[int, ...]]
 
     def batch_size(self, llm_response_id: str) -> int:
         return self.batch_sizes.get(llm_response_id, 0)
 
-    def loop_span(self, seq: int) -> tuple[int, int] | None:
+    def loop_span(self, seq: int) -> tuple[int, ...] | None:
         return self.spans.get(seq)

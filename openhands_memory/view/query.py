@@ -18,6 +18,7 @@ The statements are ``storage.Session``'s; each has a plan test (tests/test_query
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -64,21 +65,46 @@ class ViewData:
         )
 
     @property
+    def joins(self) -> dict[int, int]:
+        """Facts that are neighbours on the path though their ids are not (``loop_spans``):
+        across a branch point with nothing hidden, or across detached rows (tree.py)."""
+        path = self.path or []
+        branch_at = {path[i][0]: path[i - 1][1] for i in range(1, len(path))}
+        segment: list[tuple[int, int, int]] = []  # visible intervals, numbered by stretch
+        for s, e in self.intervals:
+            joined = segment and branch_at.get(s) == segment[-1][1]
+            segment.append((s, e, segment[-1][2] if joined else len(segment)))
+        out: dict[int, int] = {}
+        k = 0
+        prev: tuple[int, int] | None = None  # (seq, stretch) of the previous fact
+        for f in self.facts:
+            while k + 1 < len(segment) and segment[k][1] < f.seq:
+                k += 1
+            here = segment[k][2] if segment else 0
+            if prev is not None and f.seq != prev[0] + 1 and prev[1] == here:
+                out[f.seq] = prev[0]
+            prev = (f.seq, here)
+        return out
+
+    @property
     def intervals(self) -> list[ranges.Run]:
         """The ids the view shows (before enforcement), as intervals."""
         return visible_intervals(self.path, self.hidden, self.upto)
 
     def history(self) -> TailHistory:
         spans = loop_spans(
-            self.facts, open_loop_at=self.open_loop_at, continues_after=self.continues_after
+            self.facts, open_loop_at=self.open_loop_at, continues_after=self.continues_after,
+            joins=self.joins,
         )
         return TailHistory(self.batch_sizes, spans)
 
 
-def edges(db: Session, cid: str, intervals: list[ranges.Run], upto: int) -> tuple[dict[int, int], set[int]]:
+def edges(db: Session, cid: str, intervals: list[ranges.Run], upto: int,
+          facts: list[RowFacts]) -> tuple[dict[int, int], set[int]]:
     """For each interval: the thinking loop its first event may continue (``open_loop_at``),
-    and whether the event after it continues a loop running into it (``continues_after``)."""
-    return _edges(db.view_edges(cid, intervals), upto)
+    and whether the event after it continues a loop running into it (``continues_after``),
+    keyed by the interval's first and last of ``facts`` (the rows read)."""
+    return _edges(_on_facts(db.view_edges(cid, intervals), facts), upto)
 
 
 def _edges(rows: Iterable[tuple[int, int, int | None, Any]], upto: int) -> tuple[dict[int, int], set[int]]:
@@ -90,6 +116,18 @@ def _edges(rows: Iterable[tuple[int, int, int | None, Any]], upto: int) -> tuple
         if e < upto and continues:
             continues_after.add(e)
     return open_loop_at, continues_after
+
+
+def _on_facts(rows: Iterable[tuple[int, int, int | None, Any]], facts: list[RowFacts]) -> list[tuple]:
+    """Edge rows keyed by the first and last row read in each interval: a detached row at an
+    interval's end is not read, so the loop facts belong to the row next to it."""
+    seqs = [f.seq for f in facts]
+    out = []
+    for s, e, loop_start, continues in rows:
+        first, last = bisect.bisect_left(seqs, s), bisect.bisect_right(seqs, e) - 1
+        if first <= last:
+            out.append((seqs[first], seqs[last], loop_start, continues))
+    return out
 
 
 def visible_intervals(path: list[ranges.Run] | None, hidden_runs: list[ranges.Run], upto: int) -> list[ranges.Run]:
@@ -146,7 +184,7 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
         facts.append(RowFacts(seq, kind, bool(thinking)))
         if payload is not None:
             events[seq] = decode(kind, payload, seq)
-    open_loop_at, continues_after = _edges(edge_rows, upto)
+    open_loop_at, continues_after = _edges(_on_facts(edge_rows, facts), upto)
     return ViewData(
         conversation_id=cid,
         upto=upto,

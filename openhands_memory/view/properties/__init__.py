@@ -22,8 +22,9 @@ class History(Protocol):
         """How many ActionEvents in the whole history share this response id."""
         ...
 
-    def loop_span(self, seq: int) -> tuple[int, int] | None:
-        """The [first, last] ids of the thinking tool loop holding event ``seq``, if any."""
+    def loop_span(self, seq: int) -> tuple[int, ...] | None:
+        """The member ids of the thinking tool loop holding event ``seq``, if any (with an
+        id outside the history read when the loop reaches past it)."""
         ...
 
 

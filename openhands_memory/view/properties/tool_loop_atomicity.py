@@ -28,9 +28,8 @@ def enforce(events: Sequence[Event], history: History) -> set[str]:
         if span is None or span in checked:
             continue
         checked.add(span)
-        members = range(span[0], span[1] + 1)
-        if not all(s in present for s in members):
-            drop.update(ids_by_seq[s] for s in members if s in ids_by_seq)
+        if not all(s in present for s in span):  # the loop's member ids (history.loop_spans)
+            drop.update(ids_by_seq[s] for s in span if s in ids_by_seq)
     return drop
 
 
