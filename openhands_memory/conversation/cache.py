@@ -248,9 +248,9 @@ class ViewCache:
                 return k < 0 or runs[k][1] < seq
 
             data.facts = [f for f in data.facts if shown(f.seq)]
+            data.facts.append(RowFacts(cond.seq, cond.kind, False))
             intervals = ranges.complement(runs, cond.seq)
             data.open_loop_at, data.continues_after = query.edges(db, cid, intervals, cond.seq, data.facts)
-        data.facts.append(RowFacts(cond.seq, cond.kind, False))
         data.events = {seq: e for seq, e in data.events.items() if shown(seq)}
         data.hidden = runs
         data.upto = data.last_condensation = cond.seq

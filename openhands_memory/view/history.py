@@ -56,20 +56,22 @@ def loop_spans(
     start: int | None = None
     prev: int | None = None
 
+    unread: list[int] = []  # ids of the loop the rows lack: it began before a hidden gap
+
     def close(end: int) -> None:
-        nonlocal start, members
+        nonlocal start, members, unread
         if start is not None:
-            loop = tuple(([] if members and members[0] == start else [start]) + members
-                         + ([end + 1] if end in extends else []))
+            loop = tuple(unread + members + ([end + 1] if end in extends else []))
             for m in members:
                 spans[m] = loop
-        start, members = None, []
+        start, members, unread = None, [], []
 
     for r in rows:
         if prev is not None and r.seq != prev + 1 and joins.get(r.seq) != prev:
             close(prev)
         if start is None and r.seq in open_loop_at and r.is_tool and not r.starts_loop:
             start = open_loop_at[r.seq]
+            unread = [start, r.seq - 1]  # where it began, and the hidden row before this one
         if r.starts_loop:
             if prev is not None and start is not None:
                 close(prev)
