@@ -83,7 +83,7 @@ def test_tree_commands(database_url):
         conv.append_many([f.observation("c1", "retried"), f.user("on the branch")])
     branches = json.loads(run("branches", db, "tree", "--json").output)
     assert [(b["leaf"], b["length"], b["fork"], b["head"], b["path"]) for b in branches] == [
-        (4, 5, None, False, [[0, 4]]), (6, 5, 2, True, [[0, 2], [5, 6]])]
+        (4, 5, 2, False, [[0, 4]]), (6, 5, 2, True, [[0, 2], [5, 6]])]
     assert run("branches", db, "tree-1").output.splitlines()[0] == (
         "tree-1 · 7 events · 2 branches · HEAD at event 6 (*)")
     first_line = json.loads(run("view", db, "tree-1", "--head", 4, "--json").output)
