@@ -30,11 +30,14 @@ def merge(*run_lists: Iterable[Run]) -> list[Run]:
     return [(s, e) for s, e in out]
 
 
-def complement(hidden: Iterable[Run], upto: int) -> list[Run]:
-    """The runs of 0..upto that no hidden run covers. ``hidden`` must be sorted and disjoint."""
+def complement(hidden: Iterable[Run], upto: int, start: int = 0) -> list[Run]:
+    """The runs of start..upto that no hidden run covers. ``hidden`` must be sorted and
+    disjoint."""
     out: list[Run] = []
-    nxt = 0
+    nxt = start
     for s, e in hidden:
+        if e < start:
+            continue
         if s > upto:
             break
         if s > nxt:

@@ -52,22 +52,7 @@ def is_prefix(path: Sequence[Run]) -> bool:
 
 def subtract(path: Sequence[Run], hidden: Sequence[Run]) -> list[Run]:
     """The parts of ``path`` that no run of ``hidden`` (sorted, disjoint) covers."""
-    out: list[Run] = []
-    starts = [a for a, _ in hidden]
-    for s, e in path:
-        nxt = s
-        k = max(bisect.bisect_right(starts, s) - 1, 0)
-        for a, b in hidden[k:]:
-            if a > e:
-                break
-            if b < nxt:
-                continue
-            if a > nxt:
-                out.append((nxt, a - 1))
-            nxt = max(nxt, b + 1)
-        if nxt <= e:
-            out.append((nxt, e))
-    return out
+    return [run for s, e in path for run in ranges.complement(hidden, e, start=s)]
 
 
 def edge_quads(path: Sequence[Run], visible: Sequence[Run]) -> list[tuple[int, int, int | None, int | None]]:
@@ -189,17 +174,22 @@ def store(db: Session, cid: str, first: int, events: Sequence[Event], head: int 
     return parents
 
 
+def _state(text: str | None) -> dict | None:
+    """A ``base_state.json`` as an object, or None when it is not one (HEAD is then left
+    alone: the SDK's state is the SDK's to judge)."""
+    try:
+        state = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return state if isinstance(state, dict) else None
+
+
 def head_from_base_state(db: Session, cid: str, text: str | None) -> bool:
     """Set HEAD from the SDK's ``base_state.json`` (``leaf_event_id``, ``head_is_empty``),
     inside the caller's transaction; whether it changed. A leaf this conversation does not
     hold (yet) changes nothing: the SDK writes an event before the state that names it."""
-    if not text:
-        return False
-    try:
-        state = json.loads(text)
-    except ValueError:
-        return False
-    if not isinstance(state, dict):
+    state = _state(text)
+    if state is None:
         return False
     if state.get("head_is_empty"):
         want: int | None = EMPTY
@@ -221,11 +211,8 @@ def head_from_base_state(db: Session, cid: str, text: str | None) -> bool:
 def base_state_with_head(text: str, leaf_uid: str | None) -> str:
     """The SDK's ``base_state.json`` with HEAD moved to the event ``leaf_uid`` (None: an empty
     HEAD), as ``navigate_to`` leaves it; other fields as they were."""
-    try:
-        state = json.loads(text)
-    except ValueError:
-        return text
-    if not isinstance(state, dict):
+    state = _state(text)
+    if state is None:
         return text
     state["leaf_event_id"] = leaf_uid
     state["head_is_empty"] = leaf_uid is None
