@@ -505,11 +505,14 @@ def _condense(g: _Gen, view: list[tuple[str, bool]]) -> Condensation | None:
 
 def step_pairs(seed: int = 0, thinking: bool = False) -> Iterator[list[Event]]:
     """Endless single-call steps (an action and its observation) of the same shape, from a
-    stream of their own: what a bench appends to a built history as an agent's next steps."""
+    stream of their own: what a bench appends to a built history as an agent's next steps.
+    They name no parent: the store gives each the one it follows (its own stream cannot know
+    the condensations a bench writes between them, and naming the event before one of those
+    would start a branch beside it, as the SDK's tree has it)."""
     g = _Gen(seed ^ 0x5EED5EED, thinking)
     g.clock = START + timedelta(days=400)
     while True:
-        yield _batch(g, 1)
+        yield [e.model_copy(update={"parent_id": None}) for e in _batch(g, 1)]
 
 
 # --- checks and stats --------------------------------------------------------------------
