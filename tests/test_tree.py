@@ -271,3 +271,26 @@ def test_jsonl_export_keeps_the_tree(tmp_path):
         import_path(two, tmp_path / "c.jsonl")
         back = two.conversation("c")
         assert {n: back.view(at=n).seqs for n in range(5)} == want
+
+
+def test_an_event_naming_the_node_before_state_updates_continues_its_branch(tmp_path):
+    """State updates the SDK never makes HEAD: an event that names the node before them
+    continues that node's branch (they are detached, not a branch point); one that names an
+    earlier event after a node came in between starts a branch."""
+    from openhands_memory.events import MessageEvent
+
+    def naming(parent: Event, text: str) -> Event:
+        return MessageEvent.model_validate({**f.user(text).model_dump(), "parent_id": parent.id})
+
+    with EventStore(tmp_path / "m.db") as store:
+        conv = store.create_conversation("t")
+        conv.append_many([f.system(), f.user("a")])
+        conv.append_many([ConversationStateUpdateEvent(key="k", value=i) for i in range(3)])  # 2..4
+        conv.append(naming(conv.get(1), "b"))  # 5: follows 1 across 2..4
+        with store.reading() as db:
+            assert db.path("t") == [(0, 5)] and db.jumps("t") == []
+            assert sorted(r[0] for r in db.all("SELECT id FROM event WHERE conversation_id = 't' AND detached")) == [2, 3, 4]
+        conv.append_many([f.user("c"), naming(conv.get(5), "d")])  # 6, then 7 names 5 past 6
+        with store.reading() as db:
+            assert db.path("t") == [(0, 5), (7, 7)]
+        assert conv.view().seqs == [0, 1, 5, 7]

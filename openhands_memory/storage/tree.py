@@ -156,7 +156,7 @@ def _chains(db: Session, cid: str, first: int, chained: list[bool], lo: int, hi:
     """``Session.chains_between`` over stored rows and the rows of this batch (from ``first``)."""
     if lo > hi:
         return True
-    if not all(chained[max(lo - first, 0) : hi - first + 1]):
+    if hi >= first and not all(chained[max(lo - first, 0) : hi - first + 1]):
         return False
     return lo >= first or db.chains_between(cid, lo, min(hi, first - 1))
 
