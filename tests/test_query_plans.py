@@ -22,7 +22,7 @@ import pytest
 
 from openhands_memory.view import query as view_query
 from openhands_memory.condensers import LLMSummarizingCondenser
-from openhands_memory.events import Condensation
+from openhands_memory.events import Condensation, ConversationStateUpdateEvent, MessageEvent
 from openhands_memory.schema import LOOP_EDGE_WHERE
 from openhands_memory.storage import session
 from openhands_memory.storage.sqlite import SqliteSession
@@ -177,6 +177,10 @@ def branch_steps(store: EventStore) -> None:
     n = len(conv)
     conv.navigate(n // 2)
     conv.append(f.user("another way"))
+    # a state update, then an event naming the node before it (the update is detached)
+    node = conv.get(len(conv) - 1)
+    conv.append(ConversationStateUpdateEvent(key="execution_status", value="running"))
+    conv.append(MessageEvent.model_validate({**f.user("go on").model_dump(), "parent_id": node.id}))
     for i in range(2):
         conv.append_many([f.action(f"br-r{i}", f"br-c{i}"), f.observation(f"br-c{i}")])
         conv.view().to_messages()
