@@ -90,7 +90,7 @@ class Recorder(ABC):
             first = db.last_seq(conversation_id) + 1
             if first == 0 and not db.conversation_exists(conversation_id):
                 return None
-            if db.head(conversation_id) is not None or not db.continues(conversation_id, first, parent):
+            if not db.continues(conversation_id, first, parent):
                 return FOLLOWS_HEAD
             counts = db.batch_sizes(conversation_id, first - 1, count) if count else {}
             db.insert_events([(row[0], first + k, *row[2:]) for k, row in enumerate(rows)])

@@ -439,8 +439,13 @@ class Session(InspectionQueries):
 
     def continues(self, cid: str, first: int, parent: str | None) -> bool:
         """Whether a row at ``first`` whose event names ``parent`` (an external id, or None)
-        simply follows the row before it: it names none, or that row (see tree.py)."""
-        return parent is None or self.uid_of(cid, first - 1) == parent
+        simply follows the row before it: HEAD is the newest row, and the event names no
+        parent or that row (see tree.py). One statement: an append asks it every time."""
+        return bool(self.one(
+            "SELECT head IS NULL AND (CAST(? AS TEXT) IS NULL OR (SELECT uid FROM event "
+            "WHERE conversation_id = ? AND id = ?) = CAST(? AS TEXT)) FROM conversation WHERE id = ?",
+            (parent, cid, first - 1, parent, cid),
+        ))
 
     def uid_of(self, cid: str, seq: int) -> str | None:
         return self.one("SELECT uid FROM event WHERE conversation_id = ? AND id = ?", (cid, seq))
