@@ -18,6 +18,17 @@
 
 Unlike OpenHands, a bad section is an error naming the key, never a silent NoOp; and
 ``llm_config`` names resolve for every LLM strategy, nested pipelines included.
+
+Any strategy also takes pin rules (``view/pins.py``), which OpenHands does not know:
+
+    [[condenser.pins]]
+    tool = "task_tracker"          # the latest task list, shown again after every summary
+    mode = "reinject"
+
+    [[condenser.pins]]
+    first_user_message = true      # the task as first given is never forgotten
+
+and ``pin_budget`` (default 0.5): the share of the strategy's token limit pins may take.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from typing import Any, Mapping
 from .errors import ConfigError
 from .llm import LLMConfig
 from .settings import InvalidSetting
+from .view.pins import DEFAULT_PIN_BUDGET, PinRule
 
 
 def condenser_types() -> dict[str, type]:
@@ -98,8 +110,16 @@ def condenser_from_section(section: Any, llms: Mapping[str, Any], where: str = "
     cls = resolve_type(kind, where)
     settings = {f.name for f in dataclasses.fields(cls) if f.init}
     values: dict[str, Any] = {}
+    rules: tuple[PinRule, ...] = ()
+    budget = DEFAULT_PIN_BUDGET
     for key, value in section.items():
         if key == "type":
+            continue
+        if key == "pins":  # pin rules: every strategy takes them (``view/pins.py``)
+            rules = _pin_rules(value, where)
+            continue
+        if key == "pin_budget":
+            budget = _pin_budget(value, where)
             continue
         # Two settings are tables in the file and objects in Python; the rest are checked,
         # unknown keys included, by the condenser itself.
@@ -111,9 +131,33 @@ def condenser_from_section(section: Any, llms: Mapping[str, Any], where: str = "
             value = [condenser_from_section(item, llms, f"{where}.condensers[{i}]") for i, item in enumerate(value)]
         values[key] = value
     try:
-        return cls(**values)
+        made = cls(**values)
     except InvalidSetting as e:
         raise e.at(where) from None
+    return made.with_pins(rules, budget) if rules or budget != DEFAULT_PIN_BUDGET else made
+
+
+def _pin_rules(value: Any, where: str) -> tuple[PinRule, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise ConfigError(f"{where}.pins must be an array of tables ([[{where}.pins]])")
+    rules = []
+    for i, item in enumerate(value):
+        try:
+            rules.append(PinRule(**item))
+        except InvalidSetting as e:
+            raise e.at(f"{where}.pins[{i}]") from None
+        except TypeError:
+            known = ", ".join(f.name for f in dataclasses.fields(PinRule))
+            unknown = sorted(set(item) - {f.name for f in dataclasses.fields(PinRule)})
+            raise ConfigError(f"{where}.pins[{i}].{unknown[0]} is not a setting of a pin rule ({known})") from None
+    return tuple(rules)
+
+
+def _pin_budget(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ConfigError(f"{where}.pin_budget must be a share of the context window, above 0 and at most 1 "
+                          f"(got {value!r})")
+    return float(value)
 
 
 def llm_sections(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

@@ -256,3 +256,20 @@ class BrokenLink(OpenHandsMemoryError):
     def __init__(self, path: str, why: str):
         self.path = path
         super().__init__(f"{path} is {why}; nothing was read or written (give the real path, or fix the link)")
+
+
+class PinRefused(OpenHandsMemoryError, ValueError):
+    """A pin or unpin that cannot be made as asked (the message says why and what to do)."""
+
+
+class PinBudgetExceeded(PinRefused):
+    """The pinned events would take more of the context window than allowed."""
+
+    def __init__(self, tokens: int, budget: int, pins: list[tuple[int, int]]):
+        self.tokens, self.budget, self.pins = tokens, budget, pins
+        named = ", ".join(f"#{seq} ({n:,})" for seq, n in sorted(pins, key=lambda p: -p[1])[:8])
+        more = f" and {len(pins) - 8} more" if len(pins) > 8 else ""
+        super().__init__(
+            f"pinned events would take {tokens:,} tokens, over the pin budget of {budget:,}: "
+            f"{named}{more}; unpin some, pin with mode reinject in a group, or raise the budget"
+        )

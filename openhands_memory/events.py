@@ -224,7 +224,41 @@ class CondensationSummaryEvent(Event):
     summary: str
 
 
+class PinnedContextEvent(Event):
+    """A pinned event shown again after a condensation forgot it (``view/pins.py``): derived
+    by the view, never stored. The model reads it as a user turn framed as standing context,
+    so that it is not taken for a new request."""
+
+    llm_visible: ClassVar[bool] = True
+    kind: Literal["PinnedContextEvent"] = "PinnedContextEvent"
+    pinned_seq: int
+    text: str
+
+
 # --- not LLM-visible -------------------------------------------------------------------
+
+
+PinMode = Literal["keep", "reinject"]
+
+
+class PinEvent(Event):
+    """Pins (or, with ``mode`` None, unpins) the event whose external id is ``event_id``.
+
+    A pin is a row like any event, so ``view(at=N)`` sees the pins made up to N and a pin
+    belongs to the branch it was made on. ``keep``: no condensation may forget the event;
+    ``reinject``: it may be forgotten, and the view then shows it again after the summary.
+    A newer pin with the same ``group`` replaces the older one. ``rule``: the configured
+    rule that made it, if one did.
+    """
+
+    kind: Literal["PinEvent"] = "PinEvent"
+    source: Source = "user"
+    event_id: str
+    mode: PinMode | None = None
+    label: str | None = None
+    group: str | None = None
+    rule: str | None = None
+
 
 
 @dataclass(frozen=True)
@@ -367,8 +401,10 @@ EVENT_CLASSES: dict[str, type[Event]] = {
         UserRejectObservation,
         AgentErrorEvent,
         CondensationSummaryEvent,
+        PinnedContextEvent,
         Condensation,
         CondensationRequest,
+        PinEvent,
         PauseEvent,
         InterruptEvent,
         ConversationStateUpdateEvent,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+import bisect
+from typing import Iterable, Sequence
 
 Run = tuple[int, int]  # inclusive [start, end]
 
@@ -51,6 +52,11 @@ def complement(hidden: Iterable[Run], upto: int, start: int = 0) -> list[Run]:
 def count(runs: Iterable[Run]) -> int:
     return sum(e - s + 1 for s, e in runs)
 
+
+def covers(runs: Sequence[Run], i: int) -> bool:
+    """Whether one of ``runs`` (sorted, disjoint) holds ``i``."""
+    k = bisect.bisect_right(runs, (i, float("inf"))) - 1
+    return k >= 0 and runs[k][0] <= i <= runs[k][1]
 
 
 def text(ids: Iterable[int]) -> str:

@@ -76,6 +76,14 @@ class EventRow(SQLModel, table=True):
             sqlite_where=text("parent_seq IS NOT NULL"),
             postgresql_where=text("parent_seq IS NOT NULL"),
         ),
+        # The pins (revision 0007): every view reads them, and there are few or none.
+        Index(
+            "ix_event_pin",
+            "conversation_id",
+            "id",
+            sqlite_where=text("kind = 'PinEvent'"),
+            postgresql_where=text("kind = 'PinEvent'"),
+        ),
         # Finding the newest request is a seek, not a scan.
         Index(
             "ix_event_request",

@@ -22,9 +22,11 @@ from typing import Annotated, Any, ClassVar, Literal, Sequence
 from pydantic import Field, model_validator
 
 from ..errors import NoCondensationAvailable
-from ..events import Condensation, CondensationNote, CondensationSummaryEvent, SystemPromptEvent
+from ..events import Condensation, CondensationNote, SystemPromptEvent
 from ..settings import SettingError, settings
 from ..view import View
+from ..view.view import runs_at  # noqa: F401  (the strategies' import)
+from ..view.pins import DEFAULT_PIN_BUDGET, PinRule
 from ..view.tokens import FRESH, TokenCounter, TokenSource, tokens_after
 from .tokenizers import counter_for
 
@@ -64,16 +66,39 @@ class Condenser(ABC):
     counts cached in rows; by default every event is counted anew)."""
 
     type: ClassVar[str]
+    # Pin rules (``[[condenser.pins]]``) and the share of the token limit pins may take:
+    # the conversation applies them before it runs the strategy (``Conversation.condense``).
+    pin_rules: tuple[PinRule, ...] = ()
+    pin_budget: float = DEFAULT_PIN_BUDGET
 
     @abstractmethod
     def condense(self, view: View, tokens: TokenSource = FRESH) -> View | Condensation: ...
+
+    def with_pins(self, rules: Sequence[PinRule], budget: float = DEFAULT_PIN_BUDGET) -> "Condenser":
+        """This strategy, applying these pin rules (in place; returns it)."""
+        object.__setattr__(self, "pin_rules", tuple(rules))
+        object.__setattr__(self, "pin_budget", budget)
+        return self
+
+    def pin_limit(self) -> int | None:
+        """The most tokens pinned events may take: ``pin_budget`` of the token limit, when
+        the strategy has one."""
+        limit = self.token_limit() if hasattr(self, "token_limit") else None
+        return int(limit * self.pin_budget) if limit else None
 
     def handles_condensation_requests(self) -> bool:
         return False
 
     def config(self) -> dict[str, Any]:
         """The settings, as stored beside each condensation this condenser makes."""
-        return _config_dict(self)
+        out = _config_dict(self)
+        if self.pin_rules:
+            out["pins"] = [
+                {k: v for k, v in dataclasses.asdict(r).items() if v not in (None, False)} for r in self.pin_rules
+            ]
+        if self.pin_budget != DEFAULT_PIN_BUDGET:
+            out["pin_budget"] = self.pin_budget
+        return out
 
     def take_calls(self) -> list[Any]:
         """LLM calls made since the last take (for the ledger); none for most strategies."""
@@ -85,36 +110,10 @@ class Condenser(ABC):
         return None, False
 
 
-def runs_at(view: View, positions: Sequence[int]) -> list[tuple[int, int]]:
-    """The id runs (a Condensation's ``forgotten_ranges``) that forget the view events at
-    ``positions`` (``storage.condensations.forgotten_runs`` is what a stored one forgot).
-
-    Each run of adjacent positions becomes one id range from its first to its last stored
-    event: any id in between is either already hidden or not shown to the model, so one
-    range per run forgets exactly those events. The summary (no store id) is skipped: a
-    newer summary replaces it, and without one it stays.
-    """
-    runs: list[tuple[int, int]] = []
-    group: list[int] = []
-
-    def flush() -> None:
-        seqs = [view.events[i].seq for i in group if view.events[i].seq is not None]
-        if seqs:
-            runs.append((min(seqs), max(seqs)))  # type: ignore[type-var]
-
-    for p in sorted(positions):
-        if group and p != group[-1] + 1:
-            flush()
-            group = []
-        group.append(p)
-    if group:
-        flush()
-    return runs
-
-
 def summary_offset(view: View, start: int) -> int:
-    """Where a new summary for a cut at ``start`` lands in the next view (old summary gone)."""
-    return sum(1 for e in view.events[:start] if not isinstance(e, CondensationSummaryEvent))
+    """Where a new summary for a cut at ``start`` lands in the next view: among the stored
+    events before it (the old summary and re-injected pins are derived, not stored)."""
+    return sum(1 for e in view.events[:start] if e.seq is not None)
 
 
 def system_floor(view: View) -> int:

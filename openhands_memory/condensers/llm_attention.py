@@ -21,7 +21,7 @@ from ..view import View
 from ..view.tokens import TokenSource
 from .base import Reason, runs_at, system_floor
 from .llm_base import LLMCondenser, ModelNotCalled, SummarizerFailed, longest
-from .rendering import clip, describe
+from ..view.rendering import clip, describe
 
 INSTRUCTIONS = """\
 A software agent's context is full. Below are its recent steps, each marked with an id.

@@ -10,13 +10,13 @@ from typing import Annotated, Callable, ClassVar, Literal, TypeVar
 from pydantic import Field
 
 from ..errors import NoCondensationAvailable
-from ..events import Condensation, CondensationSummaryEvent, Event
+from ..events import Condensation, Event
 from ..llm import ContextWindowError, LLMCall, LLMConfig, LLMError, LLMReply
 from ..settings import settings
 from ..view import View
 from ..view.tokens import FRESH, TokenSource
 from .base import Reason, RollingCondenser, runs_at, summary_offset
-from .rendering import describe
+from ..view.rendering import describe
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -158,7 +158,11 @@ class SummarizingCondenser(LLMCondenser):
         return s.summary if s is not None else None
 
     def forgotten(self, view: View, start: int, end: int) -> list[Event]:
-        return [e for e in view.events[start:end] if not isinstance(e, CondensationSummaryEvent)]
+        """What the summary covers: the stored events it forgets (not the old summary, not
+        pinned events, which stay or are shown again as they are)."""
+        kept = view.manipulation_indices.kept
+        return [e for i, e in enumerate(view.events[start:end], start)
+                if e.seq is not None and i not in kept]
 
     def summarize_with_model(self, events: list[Event], previous: str | None) -> str:
         raise NotImplementedError

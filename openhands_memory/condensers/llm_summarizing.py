@@ -11,7 +11,7 @@ from ..events import Event
 from ..llm import LLMReply, complete
 from ..settings import settings
 from .llm_base import SummarizingCondenser, longest
-from .rendering import render
+from ..view.rendering import render
 
 INSTRUCTIONS = """\
 You keep the working memory of a software agent whose conversation has grown too long.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import ranges
-from ..events import ActionEvent, Condensation, CondensationRequest, Event, ObservationBase
+from ..events import ActionEvent, Condensation, CondensationRequest, Event, ObservationBase, PinEvent
 from ..storage import hidden
 from ..view import View, query
 from ..view.enforcement import enforce, warn
@@ -130,7 +130,7 @@ class ViewCache:
         if b is None or not b.admits(self.new_events):
             return None
         summary = data.summary
-        if summary is not None and summary.offset > len(old.events) - 1:
+        if summary is not None and summary.offset > len(old.events) - old.reinjected - 1:
             return None  # the summary was clamped to the end: new events move past it
         if b.continued_by(self.new_facts):
             # Enforce the open loop's events in the view together with the new ones.
@@ -155,6 +155,8 @@ class ViewCache:
             dropped,
             hidden=old.hidden,
             path=None if data.path is None else list(data.path),
+            pins=old.pins,
+            reinjected=old.reinjected,
             _base=old,
         )
         b.add(self.new_events)
@@ -184,10 +186,13 @@ class ViewCache:
             if e.seq != data.upto + 1:
                 self.data = None  # someone else's rows came first: read again
                 return
+            if isinstance(e, PinEvent) or (isinstance(e, Condensation) and (data.path is not None or data.pins)):
+                # Pins changed, or a condensation may hide a pinned event (which the view then
+                # shows again from its row), or on a branch the runs in force are the path's:
+                # read again (pins are few, and change seldom).
+                self.clear()
+                return
             if isinstance(e, Condensation):
-                if data.path is not None:  # on a branch: the runs in force are the path's
-                    self.clear()
-                    return
                 self._fold_condensation(data, e)
                 continue
             data.upto = e.seq

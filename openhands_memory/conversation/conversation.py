@@ -7,12 +7,17 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from ..allocation import collector_paused
 from ..errors import ConversationNotFound, DuplicateEventId, EventNotFound, MalformedEvent, NoCondensationAvailable
-from ..events import Condensation, CondensationRequest, Event
+from ..events import Condensation, CondensationRequest, Event, PinMode
 from ..storage import END, IntegrityViolation, Session, tree
 from ..storage.recorder import FOLLOWS_HEAD
 from ..storage.codec import decode, event_row
-from ..view import View
+from ..view import View, query
+from ..view.pins import Pin, PinRule, rule_pins
+from ..view.tokens import TokenCounter
+from ..view.view import carve
+from . import pinning
 from .cache import ViewCache
+from .pinning import PinRequest
 from .condensing import CondenseOutcome, Strategy
 from .tokens import TokenRows
 from .writing import Writer, record_calls
@@ -34,6 +39,9 @@ class Conversation:
         self.id = id
         self.views = ViewCache(store.recorder, id)
         self.tokens = TokenRows(store.recorder, id)
+        # Pin rules judge each event once: the rules last applied, and the view's end then.
+        self._ruled_rules: tuple[PinRule, ...] = ()
+        self._ruled_upto = -1
 
     def __repr__(self) -> str:
         return f"Conversation({self.id!r})"
@@ -231,6 +239,54 @@ class Conversation:
         copy of the path's rows, done by the database in one transaction."""
         return self.store.fork(self.id, at, conversation_id)
 
+    # --- pins (view/pins.py) -------------------------------------------------------------
+
+    def pin(
+        self, seq: int, mode: PinMode = "keep", label: str | None = None, group: str | None = None,
+        *, budget: int | None = None, counter: TokenCounter | None = None,
+    ) -> int:
+        """Pin event ``seq``: ``keep`` (no condensation forgets it) or ``reinject`` (after a
+        condensation forgets it, the view shows it again right after the summary). A newer
+        pin in the same ``group`` replaces the older one. ``budget``: the most tokens (by
+        ``counter``, default chars/4) all pinned events may take, else ``PinBudgetExceeded``
+        naming them. The pin is an event: returns its id."""
+        return self.pin_many([PinRequest(seq, mode, label, group)], budget=budget, counter=counter)[0]
+
+    def pin_many(self, requests: Sequence[PinRequest], *, budget: int | None = None,
+                 counter: TokenCounter | None = None) -> list[int]:
+        """Several pins in one transaction (all are made, or none)."""
+        if not requests:
+            return []
+        with self.writing() as w:
+            return w.append(pinning.pin_events(w.db, self.id, requests, budget=budget, counter=counter))
+
+    def unpin(self, seq: int) -> int:
+        """Unpin event ``seq`` (an event too: ``view(at=...)`` before it still shows the pin)."""
+        with self.writing() as w:
+            return w.append([pinning.unpin_event(w.db, self.id, seq)])[0]
+
+    def pins(self, at: int | None = None) -> list[Pin]:
+        """The pins in force at HEAD (or right after event ``at``), oldest pinned event first."""
+        with self.store.reading() as db:
+            if not db.conversation_exists(self.id):
+                raise ConversationNotFound(self.id)
+            return list(query.pins_at(db, self.id, at))
+
+    def apply_pin_rules(self, rules: Sequence[PinRule], *, budget: int | None = None,
+                        counter: TokenCounter | None = None) -> list[int]:
+        """Pin what ``rules`` ask for among the view's events not judged yet (a condenser's
+        ``[[condenser.pins]]``: ``condense`` applies them itself). Returns the pin events' ids."""
+        if not rules:
+            return []
+        view = self.view()
+        since = self._ruled_upto if self._ruled_rules == rules else -1
+        made = rule_pins(rules, view.events, view.pins, since)
+        self._ruled_rules, self._ruled_upto = tuple(rules), view.upto
+        if not made:
+            return []
+        requests = [PinRequest(_seq_of(view, p.event_id), p.mode, p.label, p.group, p.rule) for p in made]  # type: ignore[arg-type]
+        return self.pin_many(requests, budget=budget, counter=counter)
+
     @property
     def metadata(self) -> dict[str, Any]:
         with self.store.reading() as db:
@@ -250,6 +306,10 @@ class Conversation:
         the model failed or a dry run would need it, the outcome says so (``failure``,
         ``needs_model``) instead of raising; any other refusal is raised.
         """
+        rules: Sequence[PinRule] = getattr(condenser, "pin_rules", ())
+        if rules and not dry_run:
+            limit = condenser.pin_limit() if hasattr(condenser, "pin_limit") else None
+            self.apply_pin_rules(rules, budget=limit)
         view = self.view()
         result: View | Condensation | None = None
         error: NoCondensationAvailable | None = None
@@ -259,6 +319,8 @@ class Conversation:
                     result = condenser.condense(view, self.tokens)
             else:
                 result = condenser.condense(view, self.tokens)
+            if isinstance(result, Condensation):
+                result = carve(view, result)  # no strategy forgets a keep pin
         except NoCondensationAvailable as e:
             failure, needs_model = condenser.model_trouble()
             if failure is None and not needs_model:
@@ -288,6 +350,10 @@ class Conversation:
             return self.view()
         assert done.result is not None
         return done.result  # type: ignore[return-value]
+
+
+def _seq_of(view: View, uid: str) -> int | None:
+    return next(e.seq for e in view.events if e.id == uid)
 
 
 def _chained(events: Sequence[Event]) -> bool:

@@ -16,7 +16,7 @@ import logging
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
-from ..events import Event
+from ..events import Event, PinnedContextEvent
 from ..storage.codec import decode
 from ..view.tokens import TokenCounter, count_event
 
@@ -115,6 +115,7 @@ class RowTokens:
         self.rows = rows
         self.counter = counter
         self._summary: tuple[str, int] | None = None  # (summary event id, its count)
+        self._pinned: dict[tuple[str, int], int] = {}  # re-injected pins' counts
         self._memory: dict[int, int] = {}  # counts not written (writes held)
 
     @property
@@ -182,8 +183,16 @@ class RowTokens:
             if self._summary is None or self._summary[0] != summary.id:
                 self._summary = (summary.id, count_event(self.counter, summary))
             total += self._summary[1]  # a summary has no row: count it once, not every step
+        if view.reinjected:  # pinned events shown again: no row of their own either
+            total += sum(self._pinned_count(e) for e in view.events if isinstance(e, PinnedContextEvent))
         dropped = [seq for d in view.dropped for seq in d.seqs if seq is not None]
         return total - sum(counts.get(seq, 0) for seq in dropped)
+
+    def _pinned_count(self, e: PinnedContextEvent) -> int:
+        key = (e.id, len(e.text))
+        if key not in self._pinned:
+            self._pinned[key] = count_event(self.counter, e)
+        return self._pinned[key]
 
     def per_event(self, view: "View") -> list[int]:
         """Each view event's tokens: cached row counts, fresh counts for derived events."""

@@ -156,9 +156,18 @@ class Statements(Protocol):
 
     def view_head(
         self, cid: str, at: int | None
-    ) -> tuple[int, int | None, int | None, list[Run] | None, list[Run]]:
+    ) -> tuple[int, int | None, int | None, list[Run] | None, list[Run], list[tuple[int, str]]]:
         """``view_ends`` up to ``at``, the live hidden runs when they are the ones in force
-        there (else None), and the path from the view's leaf to the root."""
+        there (else None), the path from the view's leaf to the root, and the pin events up
+        to ``at``."""
+        ...
+
+    def pin_events(self, cid: str, upto: int = END) -> list[tuple[int, str]]:
+        """(id, payload) of the pin events with ids up to ``upto``, oldest first."""
+        ...
+
+    def payloads(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str]]:
+        """(id, kind, payload) of the events with these ids."""
         ...
 
     def view_tail(

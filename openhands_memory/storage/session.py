@@ -68,6 +68,10 @@ LATEST_SUMMARY = (
     "AND c.summary IS NOT NULL AND c.summary_offset IS NOT NULL "
     "ORDER BY c.id DESC LIMIT 1"
 )
+# Pin events up to an id (ix_event_pin; a branch's view keeps those on its path).
+PIN_EVENTS = (
+    "SELECT id, payload FROM event WHERE conversation_id = ? AND kind = 'PinEvent' AND id <= ? ORDER BY id"
+)
 LAST_REQUEST = (
     "SELECT MAX(id) FROM event WHERE conversation_id = ? AND id <= ? "
     "AND kind = 'CondensationRequest'"
@@ -330,18 +334,36 @@ class Session(InspectionQueries):
 
     def view_head(
         self, cid: str, at: int | None
-    ) -> tuple[int, int | None, int | None, list[Run] | None, list[Run]]:
+    ) -> tuple[int, int | None, int | None, list[Run] | None, list[Run], list[tuple[int, str]]]:
         """In one ``run_all``: ``view_ends`` up to ``at`` (None: all), the live hidden runs when
-        they are the ones in force there (no condensation after it; else None), and the path
-        from the view's leaf to the root (``path``), oldest interval first."""
+        they are the ones in force there (no condensation after it; else None), the path
+        from the view's leaf to the root (``path``), oldest interval first, and the pin events
+        up to ``at`` (``pin_events``; on any branch: the caller keeps the path's)."""
         upto = END if at is None else at
-        ends, live, walk = self.run_all([
+        ends, live, walk, pins = self.run_all([
             (VIEW_ENDS, (cid, upto, cid, upto, cid)), (HIDDEN_LIVE, (cid,)), self.path_statement(cid, at),
+            (PIN_EVENTS, (cid, upto)),
         ])
         last, cond, newest = ends[0]
         last = -1 if last is None else last
         path = sorted((s, min(e, last)) for s, e in walk if s <= min(e, last))
-        return last, cond, newest, ([(s, e) for s, e in live] if cond == newest else None), path
+        live_runs = [(s, e) for s, e in live] if cond == newest else None
+        return last, cond, newest, live_runs, path, [(i, p) for i, p in pins]
+
+    def pin_events(self, cid: str, upto: int = END) -> list[tuple[int, str]]:
+        """(id, payload) of the pin events with ids up to ``upto``, oldest first."""
+        return [(i, p) for i, p in self.all(PIN_EVENTS, (cid, upto))]
+
+    def payloads(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str]]:
+        """(id, kind, payload) of the events with these ids."""
+        found: list[tuple[int, str, str]] = []
+        for chunk in chunks(sorted(set(seqs)), 500):
+            found += self.all(
+                f"SELECT id, kind, payload FROM event WHERE conversation_id = ? "
+                f"AND id IN ({', '.join('?' for _ in chunk)}) ORDER BY id",
+                (cid, *chunk),
+            )
+        return found
 
     def view_tail(
         self, cid: str, intervals: Sequence[Run], upto: int

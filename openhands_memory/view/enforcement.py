@@ -1,4 +1,5 @@
-"""Enforcing the four well-formedness properties, and the cut positions they allow.
+"""Enforcing the four well-formedness properties, and the cut positions they allow (with the
+fifth, ``keep`` pins, when there are any: ``properties/pinned.py``).
 
 Enforcement drops what breaks a property and starts again from the first property after any
 drop (observation uniqueness, batch atomicity, tool-call matching, tool-loop atomicity), to a
@@ -13,6 +14,7 @@ from typing import Sequence
 
 from ..events import Event
 from .manipulation import ManipulationIndices
+from .pins import NO_PINS, Pins
 from .properties import (
     History,
     Property,
@@ -21,6 +23,7 @@ from .properties import (
     tool_call_matching,
     tool_loop_atomicity,
 )
+from .properties.pinned import Keep
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +59,13 @@ def enforce(events: Sequence[Event], history: History) -> tuple[list[Event], lis
     return kept, dropped
 
 
-def manipulation_indices(events: Sequence[Event]) -> ManipulationIndices:
+def manipulation_indices(events: Sequence[Event], pins: Pins = NO_PINS) -> ManipulationIndices:
     full = ManipulationIndices.complete(len(events))
-    return full.intersect(p.manipulation_indices(events) for p in PROPERTIES)
+    indices = full.intersect(p.manipulation_indices(events) for p in PROPERTIES)
+    keep = pins.keep
+    if not keep:
+        return indices
+    return indices.intersect([Keep(keep).manipulation_indices(events, indices)])
 
 
 

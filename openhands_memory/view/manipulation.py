@@ -11,6 +11,16 @@ from typing import Iterable
 
 
 class ManipulationIndices(frozenset[int]):
+    """The cut positions; ``kept``: the positions of events no cut may forget (pinned ones,
+    with their tool pairs): a cut that spans them carries them over (``runs_at``)."""
+
+    kept: frozenset[int] = frozenset()
+
+    def __new__(cls, allowed: Iterable[int] = (), kept: Iterable[int] = ()) -> "ManipulationIndices":
+        made = super().__new__(cls, allowed)
+        made.kept = frozenset(kept)
+        return made
+
     @classmethod
     def complete(cls, n: int) -> "ManipulationIndices":
         """Every position 0..n: no constraint."""
@@ -27,7 +37,8 @@ class ManipulationIndices(frozenset[int]):
         return max(candidates) if candidates else None
 
     def intersect(self, others: Iterable[Iterable[int]]) -> "ManipulationIndices":
-        out = set(self)
+        out, kept = set(self), set(self.kept)
         for other in others:
             out &= set(other)
-        return ManipulationIndices(out)
+            kept |= getattr(other, "kept", frozenset())
+        return ManipulationIndices(out, kept)

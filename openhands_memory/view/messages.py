@@ -31,6 +31,7 @@ from ..events import (
     ActionEvent,
     AgentErrorEvent,
     CondensationSummaryEvent,
+    PinnedContextEvent,
     Content,
     Event,
     ImageContent,
@@ -148,6 +149,8 @@ def single_turn(e: Event) -> Turn | None:
         )
     if isinstance(e, CondensationSummaryEvent):
         return Turn("user", [Text(e.summary)])
+    if isinstance(e, PinnedContextEvent):
+        return Turn("user", [Text(e.text)])
     if isinstance(e, RecallObservation):
         return Turn("user", [Text(e.content)])
     if isinstance(e, RecallAction):

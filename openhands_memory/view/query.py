@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import ranges
-from ..events import Event
+from ..events import Event, PinEvent
 from ..storage import Session, hidden, tree
 from ..storage.codec import decode
 from .history import RowFacts, TailHistory, loop_spans
+from .pins import NO_PINS, Pins, fold
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class ViewData:
     summary: Summary | None
     last_condensation: int | None
     last_request: int | None
+    pins: Pins = NO_PINS  # in force at ``upto``
+    pinned: dict[int, Event] | None = None  # the pinned events not among ``events``, decoded
 
     @property
     def unhandled_request(self) -> bool:
@@ -146,14 +149,46 @@ def load(db: Session, cid: str, at: int | None = None) -> ViewData:
     counts), each of which a backend may send in one round trip. A path with branches on it
     takes two statements more (its condensations, its hidden runs) and one group less.
     """
-    last, last_cond, newest, live, path = db.view_head(cid, at)
+    last, last_cond, newest, live, path, pin_rows = db.view_head(cid, at)
     if not path or tree.is_prefix(path):
         upto = path[0][1] if path else -1
         if upto != last:  # HEAD (or ``at``) lies before the newest row: the ends up to it
             last, last_cond, newest = db.view_ends(cid, upto)
             live = None if last_cond != newest else live
-        return _load_prefix(db, cid, upto, last_cond, live)
-    return _load_branch(db, cid, path)
+        data = _load_prefix(db, cid, upto, last_cond, live)
+    else:
+        data = _load_branch(db, cid, path)
+    if pin_rows:
+        load_pins(db, data, pin_rows, path)
+    return data
+
+
+def load_pins(db: Session, data: ViewData, pin_rows: list[tuple[int, str]], path: list[ranges.Run]) -> None:
+    """The pins in force on the view's path, and the pinned events it does not show,
+    decoded: statements only a conversation with pins runs."""
+    data.pins = _fold_pins(db, data.conversation_id, pin_rows, path, data.upto)
+    missing = [p.seq for p in data.pins if p.seq not in data.events]
+    data.pinned = {
+        seq: decode(kind, payload, seq) for seq, kind, payload in db.payloads(data.conversation_id, missing)
+    } if missing else {}
+
+
+def pins_at(db: Session, cid: str, at: int | None = None) -> Pins:
+    """The pins in force right after event ``at`` (None: at HEAD), on its path."""
+    path = db.path(cid, at)
+    upto = db.last_seq(cid) if at is None else at
+    if path:
+        upto = min(upto, path[-1][1])
+    return _fold_pins(db, cid, db.pin_events(cid, upto), path, upto) if path else NO_PINS
+
+
+def _fold_pins(db: Session, cid: str, pin_rows: list[tuple[int, str]], path: list[ranges.Run], upto: int) -> Pins:
+    """``pins.fold`` of the pin events on ``path``, naming events on it up to ``upto``."""
+    events = [(i, decode("PinEvent", p, i)) for i, p in pin_rows if i <= upto and ranges.covers(path, i)]
+    uids = sorted({e.event_id for _, e in events if isinstance(e, PinEvent)})
+    found = db.seqs_of(cid, upto + 1, uids) if uids else []
+    seq_of = {uid: seq for seq, uid in found if ranges.covers(path, seq)}
+    return fold(events, seq_of)  # type: ignore[arg-type]
 
 
 def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: list[ranges.Run] | None) -> ViewData:

@@ -86,7 +86,12 @@ def tokens_after(view: "View", cond: Condensation, counts: Sequence[int], counte
     gone = set(view.forgotten_positions(cond))
     replaced = cond.summary is not None
     after = sum(n for p, (e, n) in enumerate(zip(view.events, counts))
-                if p not in gone and not (replaced and e.seq is None))
+                if p not in gone and not (replaced and isinstance(e, CondensationSummaryEvent)))
     if replaced:
         after += count_event(counter, CondensationSummaryEvent(summary=cond.summary))
+    if view.pins:  # a forgotten pinned event comes back as text (pins.reinjected)
+        from .pins import reinjected
+
+        lost = {e.seq: e for p, e in enumerate(view.events) if p in gone and e.seq in view.pins}
+        after += count_events(counter, reinjected(view.pins, set(), lost))  # type: ignore[arg-type]
     return after

@@ -6,20 +6,24 @@ Semantics (see docs/architecture.md):
   that offset (clamped to the end) as a user-role ``CondensationSummaryEvent``;
 * ``unhandled_condensation_request``: a CondensationRequest newer than the last Condensation;
 * then the four well-formedness properties are enforced as a fallback, with a warning naming
-  what was dropped.
+  what was dropped;
+* then the pinned events it does not show are shown again right after the summary
+  (``pins.py``), each once.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence, overload
+from typing import Any, Iterable, Iterator, Sequence, overload
 
 from ..allocation import collector_paused
-from ..events import Condensation, CondensationRequest, CondensationSummaryEvent, Event
+from ..events import Condensation, CondensationRequest, CondensationSummaryEvent, Event, PinEvent
+from . import pins as pinning
 from .enforcement import Dropped, enforce, manipulation_indices, warn
 from .history import ListHistory
 from .manipulation import ManipulationIndices
+from .pins import NO_PINS, Pins
 from .query import ViewData, visible_intervals
 
 
@@ -39,6 +43,9 @@ class View:
     path: list[tuple[int, int]] | None = field(default=None, repr=False)
     # Store ids of events a rewrite (masking) replaced with an in-memory version.
     replaced: frozenset[int] = frozenset()
+    # The pins in force at ``upto``; how many pinned events are shown again (re-injected).
+    pins: Pins = NO_PINS
+    reinjected: int = 0
     _indices: ManipulationIndices | None = field(default=None, repr=False, compare=False)
     # Messages are built once per view; a view extended from another (see ViewCache) builds
     # only its new events' messages on top of the other's.
@@ -81,7 +88,7 @@ class View:
     @property
     def manipulation_indices(self) -> ManipulationIndices:
         if self._indices is None:
-            self._indices = manipulation_indices(self.events)
+            self._indices = manipulation_indices(self.events, self.pins)
         return self._indices
 
     def find_next(self, threshold: int) -> int | None:
@@ -116,6 +123,8 @@ class View:
             hidden=self.hidden,
             path=self.path,
             replaced=self.replaced | replaced,
+            pins=self.pins,
+            reinjected=sum(1 for e in events if e.kind == "PinnedContextEvent"),
         )
 
     def to_messages(
@@ -172,8 +181,11 @@ class View:
         forgotten: set[int] = set()
         summary: tuple[Condensation, int] | None = None
         last_cond = last_req = None
+        pin_events: list[tuple[int, PinEvent]] = []
         for e in seqd:
-            if isinstance(e, Condensation):
+            if isinstance(e, PinEvent):
+                pin_events.append((e.seq, e))  # type: ignore[arg-type]
+            elif isinstance(e, Condensation):
                 for s, t in e.forgotten_ranges or []:
                     forgotten.update(range(s, t + 1))
                 forgotten.update(by_uid[u] for u in e.forgotten_event_ids if u in by_uid and by_uid[u] < e.seq)  # type: ignore[operator]
@@ -188,8 +200,10 @@ class View:
             visible.insert(min(offset, len(visible)), make_summary_event(cond.id, cond.timestamp, cond.summary or ""))
         kept, dropped = enforce(visible, ListHistory(seqd))
         warn(dropped)
+        pins = pinning.fold(pin_events, by_uid)  # type: ignore[arg-type]
+        kept, again = _reinject(kept, pins, {e.seq: e for e in seqd})  # type: ignore[misc]
         unhandled = last_req is not None and (last_cond is None or last_req > last_cond)
-        return cls(kept, unhandled, None, len(seqd) - 1, last_cond, dropped)
+        return cls(kept, unhandled, None, len(seqd) - 1, last_cond, dropped, pins=pins, reinjected=again)
 
     @classmethod
     def from_data(cls, data: ViewData) -> "View":
@@ -199,6 +213,9 @@ class View:
             visible.insert(min(s.offset, len(visible)), make_summary_event(s.condensation_uid, s.timestamp, s.text))
         kept, dropped = enforce(visible, data.history())
         warn(dropped)
+        again = 0
+        if data.pins:
+            kept, again = _reinject(kept, data.pins, {**data.events, **(data.pinned or {})})
         return cls(
             kept,
             data.unhandled_request,
@@ -208,7 +225,21 @@ class View:
             dropped,
             hidden=list(data.hidden),
             path=None if data.path is None else list(data.path),
+            pins=data.pins,
+            reinjected=again,
         )
+
+
+def _reinject(kept: list[Event], pins: Pins, events: dict[int, Event]) -> tuple[list[Event], int]:
+    """``kept`` with the pinned events it lacks shown again (``pins.reinjected``)."""
+    if not pins:
+        return kept, 0
+    shown = {e.seq for e in kept if e.seq is not None}
+    again = pinning.reinjected(pins, shown, events)  # type: ignore[arg-type]
+    if not again:
+        return kept, 0
+    at = pinning.insert_at(kept)
+    return kept[:at] + list(again) + kept[at:], len(again)
 
 
 def make_summary_event(condensation_uid: str, timestamp: str, text: str) -> CondensationSummaryEvent:
@@ -216,3 +247,50 @@ def make_summary_event(condensation_uid: str, timestamp: str, text: str) -> Cond
     return CondensationSummaryEvent(
         id=f"{condensation_uid}-summary", timestamp=timestamp, summary=text, source="environment"
     )
+
+
+def runs_at(view: View, positions: Iterable[int]) -> list[tuple[int, int]]:
+    """The id runs (a Condensation's ``forgotten_ranges``) that forget the view events at
+    ``positions`` (``storage.condensations.forgotten_runs`` is what a stored one forgot),
+    except those no cut may forget (``manipulation_indices.kept``: pinned events with their
+    tool pairs), which split the runs around them.
+
+    Each run of adjacent positions becomes one id range from its first to its last stored
+    event: any id in between is either already hidden or not shown to the model, so one
+    range per run forgets exactly those events. Derived events (the summary, re-injected
+    pins: no store id) are skipped: a newer summary replaces the old one, and a pin stays
+    shown while it is in force.
+    """
+    kept = view.manipulation_indices.kept if view.pins else frozenset()
+    runs: list[tuple[int, int]] = []
+    group: list[int] = []
+
+    def flush() -> None:
+        seqs = [view.events[i].seq for i in group if view.events[i].seq is not None]
+        if seqs:
+            runs.append((min(seqs), max(seqs)))  # type: ignore[type-var]
+
+    for p in sorted(positions):
+        if p in kept:
+            continue
+        if group and p != group[-1] + 1:
+            flush()
+            group = []
+        group.append(p)
+    if group:
+        flush()
+    return runs
+
+
+def carve(view: View, cond: Condensation) -> Condensation:
+    """``cond`` without the events no cut may forget (keep pins, with their tool pairs): the
+    last guard, for a Condensation made by any strategy (``runs_at`` already leaves them
+    out). The same Condensation when it forgets none of them."""
+    if not view.pins.keep:
+        return cond
+    kept = view.manipulation_indices.kept
+    positions = view.forgotten_positions(cond)
+    if not kept.intersection(positions):
+        return cond
+    carved = cond.model_copy(update={"forgotten_event_ids": [], "forgotten_ranges": runs_at(view, positions)})
+    return carved.with_note(cond.note) if cond.note is not None else carved

@@ -19,7 +19,7 @@ from ..events import (
     TextContent,
     UserRejectObservation,
 )
-from ..view.messages import observation_text
+from .messages import observation_text
 
 
 def clip(text: str, limit: int | None) -> str:

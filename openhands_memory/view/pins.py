@@ -1,0 +1,226 @@
+"""Pins: events the model must never lose.
+
+A pin is an event row (``PinEvent``) naming another event by its external id, so the pins in
+force at any point are a fold of the pin events on the path up to it: ``view(at=N)`` sees the
+pins made up to N, and a pin made on one branch is not on another.
+
+* ``keep``: no condensation forgets the event (``properties/pinned.py`` carries it, with its
+  tool pair, out of every forgotten range; ``carve`` is the last guard);
+* ``reinject``: a condensation may forget it; the view then shows it again right after the
+  summary, as text framed as standing context (``PinnedContextEvent``), never as a new
+  request;
+* ``group``: a newer pin in the same group replaces the older one (the latest task list).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping, Sequence
+
+from ..events import (
+    VISIBLE_KINDS,
+    CondensationSummaryEvent,
+    Event,
+    MessageEvent,
+    ObservationBase,
+    PinEvent,
+    PinMode,
+    PinnedContextEvent,
+    Source,
+    SystemPromptEvent,
+)
+from ..settings import SettingError, settings
+
+# Kinds the view makes itself: nothing to pin.
+DERIVED_KINDS = frozenset({"CondensationSummaryEvent", "PinnedContextEvent"})
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One pin in force: event ``seq`` is pinned by the pin event ``at``."""
+
+    seq: int
+    mode: PinMode
+    at: int
+    label: str | None = None
+    group: str | None = None
+    rule: str | None = None
+
+    def describe(self) -> str:
+        extra = [f"group {self.group}"] if self.group else []
+        extra += [f"rule {self.rule}"] if self.rule else []
+        name = f" {self.label!r}" if self.label else ""
+        return f"#{self.seq} {self.mode}{name}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+@dataclass(frozen=True)
+class Pins:
+    """The pins in force at one point of a history, by the pinned event's id."""
+
+    by_seq: Mapping[int, Pin] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_seq)
+
+    def __len__(self) -> int:
+        return len(self.by_seq)
+
+    def __iter__(self) -> Iterator[Pin]:
+        return iter(sorted(self.by_seq.values(), key=lambda p: p.seq))
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self.by_seq
+
+    def get(self, seq: int) -> Pin | None:
+        return self.by_seq.get(seq)
+
+    @property
+    def keep(self) -> frozenset[int]:
+        return frozenset(s for s, p in self.by_seq.items() if p.mode == "keep")
+
+
+NO_PINS = Pins()
+
+
+def fold(pin_events: Iterable[tuple[int, PinEvent]], seq_of: Mapping[str, int]) -> Pins:
+    """The pins in force after ``pin_events`` (their ids and events, oldest first).
+    ``seq_of`` maps the external ids of the events they name to ids; a pin of an event that
+    is not there (on another branch) is no pin here."""
+    state: dict[int, Pin] = {}
+    for at, ev in pin_events:
+        target = seq_of.get(ev.event_id)
+        if target is None or target > at:
+            continue
+        if ev.mode is None:
+            state.pop(target, None)
+            continue
+        if ev.group is not None:
+            for seq in [s for s, p in state.items() if p.group == ev.group and s != target]:
+                del state[seq]
+        state[target] = Pin(target, ev.mode, at, ev.label, ev.group, ev.rule)
+    return Pins(state)
+
+
+def pin_text(pin: Pin, event: Event) -> str:
+    """How a re-injected pin reads: what it is, that it is context and not a request, then the
+    event in full (a tool call or result as text, so no tool pair can break)."""
+    from .rendering import describe
+
+    what = f" ({pin.label})" if pin.label else ""
+    head = (
+        f"[Pinned at event {pin.seq}{what}: shown again after a condensation as standing "
+        "context. It is not a new request; act on it only as far as the task still needs.]"
+    )
+    return f"{head}\n{describe(event)}"
+
+
+def reinjected(pins: Pins, shown: set[int], events: Mapping[int, Event]) -> list[PinnedContextEvent]:
+    """The pinned events to show again: every pin whose event the view does not show (a
+    ``keep`` pin too, should a condensation made elsewhere have forgotten it), in id order.
+    ``events``: the pinned events the view does not show, decoded."""
+    out: list[PinnedContextEvent] = []
+    for pin in pins:
+        event = events.get(pin.seq)
+        if pin.seq in shown or event is None:
+            continue
+        out.append(PinnedContextEvent(
+            id=f"{event.id}-pinned", timestamp=event.timestamp, source="user",
+            pinned_seq=pin.seq, text=pin_text(pin, event),
+        ))
+    return out
+
+
+def insert_at(events: Sequence[Event]) -> int:
+    """Where re-injected pins go: right after the summary, or, without one, right after the
+    system prompt (where the forgotten events were)."""
+    for i, e in enumerate(events):
+        if isinstance(e, CondensationSummaryEvent):
+            return i + 1
+    for i, e in enumerate(events):
+        if isinstance(e, SystemPromptEvent):
+            return i + 1
+    return 0
+
+
+# --- rules: pins nobody has to make by hand --------------------------------------------
+
+#: The share of a strategy's token limit that pinned events may take (``pin_budget``).
+DEFAULT_PIN_BUDGET = 0.5
+
+@settings("pin rule", subject="a [[condenser.pins]] rule")
+class PinRule:
+    """One ``[[condenser.pins]]`` table: which events to pin as they appear.
+
+    Exactly one of: ``first_user_message = true`` (the task as first given); ``tool = NAME``
+    (the latest result of that tool: each newer one replaces the older, e.g. the task
+    tracker); ``kind = KIND`` (every event of that kind, optionally only from ``source``).
+    """
+
+    first_user_message: bool = False
+    tool: str | None = None
+    kind: str | None = None
+    source: Source | None = None
+    mode: PinMode = "keep"
+    group: str | None = None
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        chosen = [n for n in ("first_user_message", "tool", "kind") if getattr(self, n)]
+        if len(chosen) != 1:
+            raise SettingError(
+                "first_user_message" if not chosen else chosen[1],
+                "a rule names exactly one of first_user_message = true, tool = NAME or kind = KIND"
+                + (f" (this one names {' and '.join(chosen)})" if chosen else ""),
+            )
+        if self.kind is not None and self.kind not in VISIBLE_KINDS:
+            raise SettingError("kind", f"{self.kind!r} is no kind the model is shown; one of: "
+                               f"{', '.join(sorted(VISIBLE_KINDS - DERIVED_KINDS))}")
+
+    @property
+    def name(self) -> str:
+        if self.first_user_message:
+            return "first_user_message"
+        if self.tool is not None:
+            return f"tool:{self.tool}"
+        return f"kind:{self.kind}" + (f"/{self.source}" if self.source else "")
+
+    @property
+    def pin_group(self) -> str | None:
+        # The latest result of a tool replaces the one before unless a group is given.
+        return self.group if self.group is not None else (self.name if self.tool is not None else None)
+
+    def matches(self, events: Sequence[Event], since: int) -> list[Event]:
+        """The events of ``events`` (a view's, oldest first) this rule pins, among those with
+        ids above ``since`` (the rest were judged before)."""
+        if self.first_user_message:
+            for e in events:
+                if isinstance(e, MessageEvent) and e.source == "user":
+                    return [e] if e.seq is not None and e.seq > since else []
+            return []
+        if self.tool is not None:
+            for e in reversed(events):
+                if e.seq is not None and e.seq <= since:
+                    return []
+                if isinstance(e, ObservationBase) and e.tool_name == self.tool:
+                    return [e]
+            return []
+        out = []
+        for e in reversed(events):
+            if e.seq is not None and e.seq <= since:
+                break
+            if e.kind == self.kind and e.seq is not None and (self.source is None or e.source == self.source):
+                out.append(e)
+        return out[::-1]
+
+
+def rule_pins(rules: Sequence[PinRule], events: Sequence[Event], pins: Pins, since: int) -> list[PinEvent]:
+    """The pin events ``rules`` make for a view's ``events`` with ids above ``since``, given
+    the ``pins`` in force (an event pinned the same way already gets none)."""
+    out: list[PinEvent] = []
+    for rule in rules:
+        for e in rule.matches(events, since):
+            have = pins.get(e.seq)  # type: ignore[arg-type]
+            if have is not None and have.mode == rule.mode and have.group == rule.pin_group:
+                continue
+            out.append(PinEvent(event_id=e.id, mode=rule.mode, label=rule.label, group=rule.pin_group, rule=rule.name))
+    return out
