@@ -63,7 +63,8 @@ class SdkTree:
 
 
 def shown(view: View) -> list[tuple[int | None, str]]:
-    return [(e.seq, e.id if e.seq is not None else e.summary) for e in view.events]  # type: ignore[attr-defined]
+    return [(e.seq, e.id if e.seq is not None else getattr(e, "summary", None) or e.text)  # type: ignore[attr-defined]
+            for e in view.events]
 
 
 OPS = st.lists(
@@ -74,6 +75,7 @@ OPS = st.lists(
         st.tuples(st.just("navigate"), st.integers(-1, 1000)),
         st.tuples(st.just("request"), st.just(0)),
         st.tuples(st.just("condense"), st.integers(0, 1)),
+        st.tuples(st.just("pin"), st.integers(0, 1000)),
     ),
     min_size=5,
     max_size=40,
@@ -104,6 +106,12 @@ def run(url: str, cid: str, ops: list[tuple[str, int]]) -> None:
             elif op == "request":
                 e = conv.get(conv.request_condensation())
                 model.appended([e.seq], [e])  # type: ignore[list-item]
+            elif op == "pin":  # keep or reinject one of the events shown on this branch
+                stored = [e.seq for e in conv.view().events if e.seq is not None]
+                if not stored:
+                    continue
+                seq = conv.pin(stored[arg % len(stored)], "keep" if arg % 2 else "reinject")
+                model.appended([seq], [conv.get(seq)])
             elif op == "navigate":
                 to = None if arg < 0 else arg % len(model.events)
                 conv.navigate(to)

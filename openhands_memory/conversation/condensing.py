@@ -13,6 +13,7 @@ from typing import Protocol, Sequence
 from ..errors import NoCondensationAvailable
 from ..events import Condensation
 from ..view import View
+from ..view.pins import Pin
 from ..view.tokens import ESTIMATE, FRESH, CharEstimate, TokenSource, tokens_after
 from .writing import CallRecord
 
@@ -59,6 +60,23 @@ class CondenseOutcome:
         if cond is None:
             return []
         return [self.view.events[i].seq for i in self.view.forgotten_positions(cond)]  # type: ignore[misc]
+
+    @cached_property
+    def pins_carried(self) -> list[Pin]:
+        """The keep pins the cut spanned and carried over (they stay in the view)."""
+        positions = self.view.forgotten_positions(self.condensation) if self.condensation else []
+        if not positions or not self.view.pins.keep:
+            return []
+        lo, hi = min(positions), max(positions)
+        seqs = {e.seq for e in self.view.events[lo : hi + 1]}
+        return [p for p in self.view.pins if p.mode == "keep" and p.seq in seqs]
+
+    @cached_property
+    def pins_reinjected(self) -> list[Pin]:
+        """The reinject pins whose events the condensation forgets: the next view shows them
+        again after the summary."""
+        gone = set(self.forgotten_ids)
+        return [p for p in self.view.pins if p.mode == "reinject" and p.seq in gone]
 
     @property
     def fallback(self) -> str | None:
