@@ -113,6 +113,11 @@ def representative(kind: str) -> dict:
                  classification={"kind": "unknown", "retryable": False, "user_action": "none"})
     elif kind == "CondensationSummaryEvent":
         d.update(source="environment", summary="USER_CONTEXT: fix the bug")
+    elif kind == "PinnedContextEvent":
+        d.update(source="user", pinned_seq=3, text="[Pinned at event 3: ...]\n#3 user wrote:\nfix it")
+    elif kind == "PinEvent":
+        d.update(source="user", event_id="id-MessageEvent", mode="reinject", label="plan", group="tasks",
+                 rule="tool:task_tracker")
     elif kind == "Condensation":
         d.update(source="environment", forgotten_event_ids=["id-MessageEvent", "id-ActionEvent"],
                  summary="USER_CONTEXT: fix the bug", summary_offset=1, llm_response_id="chatcmpl-9")

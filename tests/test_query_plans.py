@@ -99,7 +99,7 @@ def plan(path: Path, sql: str, params: tuple) -> list[str]:
 
 ONE_ROW_SEEK = re.compile(r"\bMAX\(|ORDER BY (\w+\.)?id DESC LIMIT 1", re.I)
 # Partial indexes that hold a conversation's few live rows, not its history.
-FEW_ROWS = ("ix_hidden_run_live", "ix_event_jump")
+FEW_ROWS = ("ix_hidden_run_live", "ix_event_jump", "ix_event_pin")
 
 
 def bad_lines(sql: str, lines: list[str]) -> list[str]:
@@ -189,7 +189,22 @@ def branch_steps(store: EventStore) -> None:
     conv.view(at=n - 1)
 
 
-WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written, branch_steps]
+def pinned_steps(store: EventStore) -> None:
+    """Pins made, a condensation that carries a keep pin and forgets a reinject pin (shown
+    again from its row), the pins listed, an unpin (view/pins.py)."""
+    conv = store.conversation("sdk")
+    shown = [e.seq for e in conv.view().events if e.seq is not None]
+    conv.pin(shown[-12], "keep", budget=1_000_000)
+    conv.pin(shown[-10], "reinject", group="plan")
+    conv.step(LLMSummarizingCondenser(max_size=20, keep_first=4))
+    conv.view().to_messages()
+    conv.pins()
+    conv.view(at=len(conv) - 2)
+    conv.unpin(shown[-10])
+    conv.view()
+
+
+WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written, branch_steps, pinned_steps]
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
@@ -282,13 +297,14 @@ EXPECTED_INDEX = {
     "until_id IS NULL ORDER BY": "ix_hidden_run_live",
     "uid IN": "ux_event_uid",
     "parent_seq IS NOT NULL AND id <=": "ix_event_jump",
+    "kind = 'PinEvent'": "ix_event_pin",
 }
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
 def test_view_statements_use_their_index(files, which, tmp_path):
     statements = (record(files[which], first_view, tmp_path) + record(files[which], condensation_written, tmp_path)
-                  + record(files[which], branch_steps, tmp_path))
+                  + record(files[which], branch_steps, tmp_path) + record(files[which], pinned_steps, tmp_path))
     for needle, index in EXPECTED_INDEX.items():
         found = [(sql, params) for sql, params in statements if needle in sql]
         assert found, needle
@@ -339,7 +355,7 @@ def pg_bad_nodes(sql: str, plan: dict, parent: str | None = None) -> list[str]:
     return bad
 
 
-PG_WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written, branch_steps]
+PG_WORK = WORK
 
 
 @pytest.mark.parametrize("work", PG_WORK, ids=[w.__name__ for w in PG_WORK])

@@ -101,23 +101,25 @@ def fold(pin_events: Iterable[tuple[int, PinEvent]], seq_of: Mapping[str, int]) 
     return Pins(state)
 
 
-def pin_text(pin: Pin, event: Event) -> str:
+def pin_text(pin: Pin, event: Event, name: str | None = None) -> str:
     """How a re-injected pin reads: what it is, that it is context and not a request, then the
-    event in full (a tool call or result as text, so no tool pair can break)."""
+    event in full (a tool call or result as text, so no tool pair can break). ``name``: how
+    to name the event (default: ``event N``, its id in the store)."""
     from .rendering import describe
 
     what = f" ({pin.label})" if pin.label else ""
     head = (
-        f"[Pinned at event {pin.seq}{what}: shown again after a condensation as standing "
+        f"[Pinned at {name or f'event {pin.seq}'}{what}: shown again after a condensation as standing "
         "context. It is not a new request; act on it only as far as the task still needs.]"
     )
     return f"{head}\n{describe(event)}"
 
 
-def reinjected(pins: Pins, shown: set[int], events: Mapping[int, Event]) -> list[PinnedContextEvent]:
+def reinjected(pins: Pins, shown: set[int], events: Mapping[int, Event], *, by_uid: bool = False) -> list[PinnedContextEvent]:
     """The pinned events to show again: every pin whose event the view does not show (a
     ``keep`` pin too, should a condensation made elsewhere have forgotten it), in id order.
-    ``events``: the pinned events the view does not show, decoded."""
+    ``events``: the pinned events the view does not show, decoded. ``by_uid``: name them by
+    external id (for a view whose ids are not the store's)."""
     out: list[PinnedContextEvent] = []
     for pin in pins:
         event = events.get(pin.seq)
@@ -125,7 +127,7 @@ def reinjected(pins: Pins, shown: set[int], events: Mapping[int, Event]) -> list
             continue
         out.append(PinnedContextEvent(
             id=f"{event.id}-pinned", timestamp=event.timestamp, source="user",
-            pinned_seq=pin.seq, text=pin_text(pin, event),
+            pinned_seq=pin.seq, text=pin_text(pin, event, f"event {event.id}" if by_uid else None),
         ))
     return out
 

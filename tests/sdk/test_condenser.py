@@ -162,3 +162,47 @@ def test_bad_toml_is_one_clear_error():
         SDKCondenser.from_toml('[condenser]\ntype = "llm"\nmax_size = "many"\n')
     with pytest.raises(ConfigError, match="not valid TOML"):
         SDKCondenser.from_toml("[condenser\n")
+
+
+PINNED = '''type = "llm"
+max_size = 24
+keep_first = 1
+
+[[condenser.pins]]
+first_user_message = true
+
+[[condenser.pins]]
+tool = "browser_navigate"
+mode = "keep"
+'''
+
+
+def test_keep_pin_rules_survive_condensations_and_the_sdk_agrees(tmp_path):
+    """The SDK's view of its own log equals ours at every step (``replay``), and the rules'
+    events are in it: the task, and the newest browser page with its call."""
+    condenser = SDKCondenser.from_toml("[condenser]\n" + PINNED)
+    fs, condensations, _ = replay(condenser, str(tmp_path / "pinned.db"), 60)
+    assert condensations >= 3
+    view = fs.conversation.view()
+    kinds = [(e.kind, getattr(e, "tool_name", None)) for e in view.events]
+    assert ("MessageEvent", None) in kinds  # "Fix the bug." is never forgotten
+    assert ("ObservationEvent", "browser_navigate") in kinds and ("ActionEvent", "browser_navigate") in kinds
+    # the rules travel with the condenser the SDK saves in base_state.json
+    again = SDKCondenser.model_validate_json(condenser.model_dump_json())
+    assert again.strategy.pin_rules == condenser.strategy.pin_rules
+
+
+def test_a_reinject_rule_shows_the_forgotten_task_once_after_the_summary(tmp_path):
+    condenser = SDKCondenser.from_toml(
+        '[condenser]\ntype = "llm"\nmax_size = 24\nkeep_first = 1\n'
+        '[[condenser.pins]]\nfirst_user_message = true\nmode = "reinject"\n'
+    )
+    fs, condensations, sent = replay(condenser, str(tmp_path / "reinject.db"), 41)
+    assert condensations >= 2 and sent is not None
+    users = [e for e in sent.events if getattr(e, "source", None) == "user" and hasattr(e, "llm_message")]
+    assert [e.llm_message.content[0].text for e in users] == [users[0].llm_message.content[0].text]
+    text = users[0].llm_message.content[0].text
+    assert text.startswith("[Pinned at event") and "not a new request" in text and "Fix the bug." in text
+    assert type(sent.events[sent.events.index(users[0]) - 1]).__name__ == "CondensationSummaryEvent"
+    # the SDK's stored view (what replay compared with ours) does not hold it: only what is sent
+    assert all(e.id != users[0].id for e in fs.conversation.view().events)

@@ -17,6 +17,13 @@ ours, runs the strategy, and converts the answer back:
   strategy kept an event as it was.
 * Why the condensation was made, and the ledger of the model calls behind it, go to the
   DatabaseFileStore that stores it (``handoff.py``).
+* Pin rules (``[[condenser.pins]]``) are judged on the SDK's view at every step, since the
+  SDK's log holds no pin rows: a ``keep`` pin's event (with its tool pair) is left out of
+  every Condensation, so the SDK's view of its log keeps it. A ``reinject`` pin's event is
+  remembered when seen; once forgotten, the view this condenser hands back shows it again
+  after the summary, as a user message framed as standing context (the SDK's stored view
+  does not: it is what is sent, as a masking strategy's view is). What is remembered lives
+  as long as this condenser object: a resumed agent re-learns what it sees.
 """
 
 from __future__ import annotations
@@ -29,8 +36,9 @@ from openhands.sdk.context.condenser.base import CondenserBase
 from openhands.sdk.context.view import View as SDKView
 from openhands.sdk.event import Condensation as SDKCondensation
 from openhands.sdk.event import CondensationSummaryEvent as SDKSummary
+from openhands.sdk.event import MessageEvent as SDKMessageEvent
 from openhands.sdk.event.base import Event as SDKEvent
-from openhands.sdk.llm import LLM
+from openhands.sdk.llm import LLM, Message, TextContent
 from pydantic import Field, PrivateAttr
 
 from ...condensers.base import Condenser
@@ -38,6 +46,8 @@ from ...config import condenser_from_section, condenser_from_toml
 from ...errors import ConfigError
 from ...events import Condensation, CondensationSummaryEvent, Event, event_from_json
 from ...view import View
+from ...view.pins import Pin, Pins, insert_at, reinjected
+from ...view.view import carve
 from . import handoff
 
 
@@ -51,6 +61,8 @@ class SDKCondenser(CondenserBase):
     )
     _strategy: Condenser | None = PrivateAttr(default=None)
     _ours: dict[str, Event] = PrivateAttr(default_factory=dict)
+    # Reinject pins seen so far: (rule, group or event id) -> the event, as ours.
+    _remembered: dict[tuple[str, str], Event] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def from_toml(cls, text: str, name: str | None = None) -> SDKCondenser:
@@ -86,12 +98,33 @@ class SDKCondenser(CondenserBase):
         finally:
             calls = self.strategy.take_calls()
         if isinstance(result, Condensation):
-            made = _sdk_condensation(result, view)
+            made = _sdk_condensation(carve(ours, result), view)
             handoff.leave(made.id, handoff.Handoff(result.note, [c for c in calls if c.produced]))
             return made
-        if result is ours:
+        again = self._reinjected(result)
+        if result is ours and not again:
             return view
-        return _sdk_view(result, view, ours)
+        return _sdk_view(result, view, ours, again)
+
+    def _pins(self, events: list[Event]) -> Pins:
+        """The pins the rules make on the SDK's view (ids are view positions); reinject pins'
+        events are remembered for when a condensation forgets them."""
+        pins: dict[int, Pin] = {}
+        for rule in self.strategy.pin_rules:
+            for e in rule.matches(events, -1):
+                assert e.seq is not None
+                pins[e.seq] = Pin(e.seq, rule.mode, e.seq, rule.label, rule.pin_group, rule.name)
+                if rule.mode == "reinject":
+                    key = (rule.name, rule.pin_group or e.id)
+                    self._remembered[key] = e
+        return Pins(pins)
+
+    def _reinjected(self, view: View) -> list[Event]:
+        """The remembered reinject pins ``view`` no longer shows, as text (``pins.reinjected``)."""
+        shown = {e.id for e in view.events}
+        lost = {k: e for k, (_, e) in enumerate(self._remembered.items()) if e.id not in shown}
+        pins = Pins({k: Pin(k, "reinject", k) for k in lost})
+        return list(reinjected(pins, set(), lost, by_uid=True))
 
     def _our_view(self, view: SDKView) -> View:
         kept: dict[str, Event] = {}
@@ -107,7 +140,10 @@ class SDKCondenser(CondenserBase):
             kept[e.id] = mine
             events.append(mine)
         self._ours = kept  # only what is still in view
-        return View(events=events, unhandled_condensation_request=view.unhandled_condensation_request)
+        made = View(events=events, unhandled_condensation_request=view.unhandled_condensation_request)
+        if self.strategy.pin_rules:
+            made.pins = self._pins(events)
+        return made
 
 
 def _section(config: Any) -> Any:
@@ -146,11 +182,22 @@ def _sdk_condensation(cond: Condensation, view: SDKView) -> SDKCondensation:
     )
 
 
-def _sdk_view(result: View, view: SDKView, ours: View) -> SDKView:
-    """The SDK's events for ``result``: its own objects wherever the strategy kept ours."""
+def _sdk_view(result: View, view: SDKView, ours: View, again: list[Event] = ()) -> SDKView:  # type: ignore[assignment]
+    """The SDK's events for ``result``: its own objects wherever the strategy kept ours;
+    ``again``: re-injected pins, placed after the summary as user messages."""
     originals = {id(mine): sdk for mine, sdk in zip(ours.events, view.events)}
     events = []
     for e in result.events:
         sdk = originals.get(id(e))
         events.append(sdk if sdk is not None else SDKEvent.model_validate(e.to_json_dict()))
+    if again:
+        at = insert_at(result.events)
+        events[at:at] = [_user_message(e) for e in again]
     return SDKView(events=events, unhandled_condensation_request=result.unhandled_condensation_request)
+
+
+def _user_message(pinned: Event) -> SDKEvent:
+    return SDKMessageEvent(
+        id=pinned.id, timestamp=pinned.timestamp, source="user",
+        llm_message=Message(role="user", content=[TextContent(text=pinned.text)]),  # type: ignore[attr-defined]
+    )
