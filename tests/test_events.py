@@ -432,13 +432,13 @@ def test_invalid_json(text):
 # LLM-convertible in the SDK (plus the legacy Recall pair the V0 history sends as turns).
 EXPECTED_VISIBLE = {
     "SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent", "UserRejectObservation",
-    "AgentErrorEvent", "CondensationSummaryEvent", "RecallAction", "RecallObservation",
+    "AgentErrorEvent", "CondensationSummaryEvent", "PinnedContextEvent", "RecallAction", "RecallObservation",
 }
 EXPECTED_HIDDEN = {
     "Condensation", "CondensationRequest", "PauseEvent", "InterruptEvent",
     "ConversationStateUpdateEvent", "ConversationErrorEvent", "TokenEvent", "HookExecutionEvent",
     "LLMCompletionLogEvent", "StreamingDeltaEvent", "ACPToolCallEvent", "SecurityAnalysisEvent",
-    "AgentStateChangedEvent", "NullEvent",
+    "AgentStateChangedEvent", "NullEvent", "PinEvent",
 }
 
 

@@ -36,6 +36,9 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "fork": ("commands_tree", "fork", "Branches", "Copy a branch's path into a new conversation."),
     "condense": ("commands_condense", "condense", "Condensing", "Run a condenser now (--dry-run to preview)."),
     "request-condensation": ("commands_condense", "request_condensation", "Condensing", "Ask for a condensation at the next step."),
+    "pin": ("commands_pins", "pin", "Condensing", "Pin an event, so that condensing never loses it."),
+    "unpin": ("commands_pins", "unpin", "Condensing", "Unpin an event: condensations may forget it again."),
+    "pins": ("commands_pins", "pins", "Condensing", "The pins in force, and how the view shows each."),
     "demo": ("commands_demo", "demo", "Try it", "Build a demo database from a bundled agent session."),
 }
 SECTIONS = ("Database", "Events", "Branches", "Condensing", "Try it")
@@ -48,6 +51,7 @@ Examples:
   openhands-memory view openhands-memory-demo.db demo
   openhands-memory import agent.db ~/.openhands/conversations/<id>
   openhands-memory condense agent.db <id> --dry-run
+  openhands-memory pin agent.db <id> 12 --mode reinject --label plan
   openhands-memory sql agent.db "SELECT kind, COUNT(*) FROM event GROUP BY 1"
 
 Conversation ids may be shortened to any unique prefix.

@@ -178,9 +178,20 @@ def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: boo
             "tokens_before": done.tokens_before, "tokens_after": done.tokens_after,
             "token_counter": done.token_counter, "stored_as": done.stored_as,
             "view_events_after": len(after_view) if after_view is not None else None,
+            "pins_carried": [_pin_json(p) for p in done.pins_carried],
+            "pins_reinjected": [_pin_json(p) for p in done.pins_reinjected],
         }
     finally:
         store.close()
+
+
+def _pin_json(pin: Any) -> dict[str, Any]:
+    return {"id": pin.seq, "mode": pin.mode, "label": pin.label, "group": pin.group}
+
+
+def _pin_names(pins: list[dict[str, Any]]) -> str:
+    """``#1, #11 (plan)``."""
+    return ", ".join(f"#{p['id']}" + (f" ({p['label']})" if p["label"] else "") for p in pins)
 
 
 def _echo(report: dict[str, Any], label: str) -> None:
@@ -215,6 +226,12 @@ def _echo(report: dict[str, Any], label: str) -> None:
         ("forgets", f"{len(seqs):,} of {report['view_events']:,} events: "
                     f"{id_runs(s for s in seqs if s is not None) or '-'}"),
     ]
+    # Labels no wider than "written by", from which the summary line's room is counted.
+    if report.get("pins_carried"):
+        pairs_out.append(("pins kept", f"{_pin_names(report['pins_carried'])}: carried out of the cut"))
+    if report.get("pins_reinjected"):
+        pairs_out.append(("re-injects", f"{_pin_names(report['pins_reinjected'])}: pinned, shown again "
+                                        "after the summary"))
     if report["summary"] is not None:
         where = f"at position {report['summary_offset']}: "
         if not report["summary_written"]:

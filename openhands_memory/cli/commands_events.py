@@ -14,11 +14,11 @@ import click
 if TYPE_CHECKING:
     from ..conversation import EventStore
 from . import output_format
-from .describe import kind_label, one, source_label
+from .describe import kind_label, one, pin_text, source_label
 from .opening import conversation as open_conversation
 from .opening import judge, open_reader, shown, writing_store
 from .. import ranges
-from .output import Column, Table, echo_csv, echo_json, id_runs, note, term_width
+from .output import Column, Table, echo_csv, echo_json, id_runs, note, one_line, term_width
 
 # --- append ----------------------------------------------------------------------------------
 
@@ -89,8 +89,24 @@ def view_json(view: Any) -> dict[str, Any]:
         "last_condensation": view.last_condensation,
         "unhandled_condensation_request": view.unhandled_condensation_request,
         "dropped": [{"property": d.property, "ids": list(d.seqs), "uids": list(d.ids)} for d in view.dropped],
-        "events": [{"id": e.seq, "event": e.to_json_dict()} for e in view.events],
+        "events": [event_json(view, e) for e in view.events],
+        "pins": [{"id": p.seq, "mode": p.mode, "label": p.label, "group": p.group, "rule": p.rule,
+                  "pinned_at": p.at} for p in view.pins],
+        "reinjected": view.reinjected,
     }
+
+
+def event_json(view: Any, e: Any) -> dict[str, Any]:
+    """One event of a view's JSON: a pinned one says how (``pinned``); a re-injected pin
+    (kind PinnedContextEvent) names the event it shows again (``pinned_seq``)."""
+    out: dict[str, Any] = {"id": e.seq, "event": e.to_json_dict()}
+    seq = e.pinned_seq if e.kind == "PinnedContextEvent" else e.seq
+    pin = view.pins.get(seq) if seq is not None else None
+    if pin is not None:
+        out["pinned"] = pin.mode
+    if e.kind == "PinnedContextEvent":
+        out["pinned_seq"] = e.pinned_seq
+    return out
 
 
 def path_text(path: Any, most: int = 4) -> str:
@@ -99,6 +115,23 @@ def path_text(path: Any, most: int = 4) -> str:
     if len(runs) > most:
         runs = runs[:1] + [f"({len(runs) - most + 1} more)"] + runs[-(most - 2):]
     return ", ".join(runs)
+
+
+# The id cell of a re-injected pin, as "S" is a summary's. Letters, not an emoji: an emoji
+# takes two columns and would shift its row out of the table's alignment.
+PIN_MARK = "P"
+
+
+def pin_cell(v: Any, seq: int) -> str:
+    """The "pin" cell: how event ``seq`` is pinned (keep or reinject), or nothing."""
+    pin = v.pins.get(seq)
+    return pin.mode if pin is not None else ""
+
+
+def reinjected_preview(e: Any) -> str:
+    """A re-injected pin's preview: the event it shows again, without the framing line."""
+    head, _, body = e.text.partition("\n")
+    return one_line(body or head)
 
 
 def echo_view(conversation_id: str, v: Any, historical: bool = False, empty_head: bool = False) -> None:
@@ -112,25 +145,43 @@ def echo_view(conversation_id: str, v: Any, historical: bool = False, empty_head
         else:
             click.echo(f"{conversation_id} has no events yet")
         return
-    summaries = sum(1 for e in v.events if e.seq is None)
+    again = sum(1 for e in v.events if e.kind == "PinnedContextEvent")
+    summaries = sum(1 for e in v.events if e.seq is None) - again
+    derived = summaries + again
     on_path = v.upto + 1 if v.path is None else ranges.count(v.path)
     where = "" if v.path is None else f" (path {path_text(v.path)})"
     click.echo(textwrap.fill(
         # Stored events and the summary counted apart, as `stats` and `conversations` count
         # visible events.
         f"{conversation_id} · view {'as of' if historical else 'after'} event {v.upto}{where} · "
-        f"{len(v) - summaries:,} events" + (f" + {summaries} summary" if summaries else "")
-        + f" · {on_path - (len(v) - summaries):,} of {on_path:,} left out",
+        f"{len(v) - derived:,} events" + (f" + {summaries} summary" if summaries else "")
+        + (f" + {again} re-injected pin{'s' if again != 1 else ''}" if again else "")
+        + f" · {on_path - (len(v) - derived):,} of {on_path:,} left out",
         term_width(), break_on_hyphens=False,
     ))
-    table = Table([Column("id", ">"), Column("kind"), Column("source"), Column("preview", flex=True, min=10)])
+    # A "pin" column only when there are pins, so that a view without any looks as it did.
+    pinned = bool(v.pins) or again > 0
+    columns = [Column("id", ">"), Column("kind"), Column("source")]
+    columns += [Column("pin", min=4)] if pinned else []
+    table = Table(columns + [Column("preview", flex=True, min=10)])
     for e in v.events:
         d = e.to_json_dict()
-        if e.seq is None:
-            table.add(["S", "summary", source_label(e.source), one(d)], {"fg": "cyan", "bold": True})
+        if e.kind == "PinnedContextEvent":
+            cells = [PIN_MARK, "pinned", source_label(e.source)]
+            cells += [pin_cell(v, e.pinned_seq)] if pinned else []
+            table.add(cells + [reinjected_preview(e)], {"fg": "magenta"})
+        elif e.seq is None:
+            cells = ["S", "summary", source_label(e.source)] + ([""] if pinned else [])
+            table.add(cells + [one(d)], {"fg": "cyan", "bold": True})
         else:
-            table.add([e.seq, kind_label(e.kind), source_label(e.source), one(d)])  # type: ignore[attr-defined]
+            cells = [e.seq, kind_label(e.kind), source_label(e.source)]  # type: ignore[list-item]
+            cells += [pin_cell(v, e.seq)] if pinned else []
+            table.add(cells + [one(d)], {"bold": True} if e.seq in v.pins else None)
     table.echo()
+    if again:
+        shown = ", ".join(f"#{e.pinned_seq}" for e in v.events if e.kind == "PinnedContextEvent")
+        note(f"note: pinned event{'s' if again != 1 else ''} {shown} forgotten by a condensation, shown "
+             f"again after the summary ({PIN_MARK} rows)")
     for d in v.dropped:
         note(f"note: {len(d.seqs)} event(s) left out because {d.property.replace('_', ' ')} requires it: "
              f"{id_runs(s for s in d.seqs if s is not None)}")
@@ -150,7 +201,9 @@ def view(db: str, conversation: str, at: int | None, head: int | None, fmt: str)
 
     On a history tree (see `branches`) that is the path from HEAD to the root; --head N
     shows another branch's view, --at N the view right after event N (the same path).
-    --format messages prints the provider messages (litellm's shape) instead.
+    --format messages prints the provider messages (litellm's shape) instead. With pins
+    (see `pins`), a "pin" column says keep or reinject; a pinned event a condensation forgot
+    is shown again after the summary, as a "P" row.
 
     \b
     Example:
@@ -182,6 +235,15 @@ def view(db: str, conversation: str, at: int | None, head: int | None, fmt: str)
 # --- history ---------------------------------------------------------------------------------
 
 
+def pinned_id(store: "EventStore", cid: str, at: int, uid: Any) -> int | None:
+    """The id of the event a pin event (id ``at``) names by external id ``uid``."""
+    if not isinstance(uid, str):
+        return None
+    with store.reading() as db:
+        found = db.seqs_of(cid, at, [uid])
+    return found[0][0] if found else None
+
+
 def history_rows(store: "EventStore", cid: str, start: int, stop: int | None,
                  path: list[ranges.Run]) -> Iterator[dict[str, Any]]:
     """The library's history rows, each with a one-line preview for the table, and whether it
@@ -193,6 +255,12 @@ def history_rows(store: "EventStore", cid: str, start: int, stop: int | None,
         out = row.as_dict()
         out["on_head_path"] = on_path(path, row.id)
         info = row.condensation
+        if row.kind == "PinEvent":
+            # A pin names its event by external id: the id reads better.
+            out["pinned_id"] = pinned_id(store, cid, row.id, row.payload.get("event_id"))
+            out["preview"] = one_line(pin_text(row.payload, out["pinned_id"]))
+            yield out
+            continue
         if info is not None:
             forgot = info["forgotten_ranges"]
             n = sum(e - s + 1 for s, e in forgot)
@@ -220,7 +288,8 @@ def history(db: str, conversation: str, start: int, stop: int | None, fmt: str) 
     A forgotten event shows the id of the condensation that hid it (its "hid by" column); a
     condensation shows its strategy/reason, what it forgot and the start of its summary.
     On a history tree, the events off HEAD's path (other branches) say "other" in a
-    "branch" column; JSON and CSV give every event's on_head_path.
+    "branch" column; JSON and CSV give every event's on_head_path. A pin event reads
+    "pin #12 keep 'plan'" or "unpin #12" (JSON: the pinned event's id as pinned_id).
 
     \b
     Example:

@@ -26,6 +26,8 @@ KIND_LABELS = {
     "RecallAction": "recall",
     "RecallObservation": "recalled",
     "NullEvent": "null",
+    "PinEvent": "pin",
+    "PinnedContextEvent": "pinned",
 }
 SOURCE_LABELS = {"environment": "env"}
 _CD = re.compile(r"^cd \S+ && ")  # the agent's habitual "cd <repo> && " adds nothing to a preview
@@ -125,6 +127,20 @@ def observation_text(d: dict) -> str:
     return error + (lines[0] if lines else "(empty)")
 
 
+def pin_text(d: dict, seq: int | None = None) -> str:
+    """A PinEvent: ``pin #12 keep 'plan'`` or ``unpin #12``. ``seq``: the id of the event it
+    names, when known (the JSON holds its external id, which is shown otherwise)."""
+    target = f"#{seq}" if seq is not None else str(d.get("event_id", "?"))
+    if d.get("mode") is None:
+        return f"unpin {target}"
+    text = f"pin {target} {d['mode']}"
+    if d.get("label"):
+        text += f" {d['label']!r}"
+    extra = [f"group {d['group']}"] if d.get("group") else []
+    extra += [f"rule {d['rule']}"] if d.get("rule") else []
+    return text + (f" ({', '.join(extra)})" if extra else "")
+
+
 def preview(d: dict) -> str:
     """The gist of one event JSON object, on one line."""
     kind = d.get("kind", "")
@@ -159,6 +175,12 @@ def preview(d: dict) -> str:
         return text
     if kind == "CondensationRequest":
         return "condensation requested"
+    if kind == "PinEvent":
+        return pin_text(d)
+    if kind == "PinnedContextEvent":
+        # The framing line ("[Pinned at event N ...]") says what the kind already does.
+        head, _, body = str(d.get("text", "")).partition("\n")
+        return body or head
     if kind == "ConversationStateUpdateEvent":
         return f"{d.get('key')} = {json.dumps(d.get('value'), ensure_ascii=False)}"
     if kind == "ConversationErrorEvent":

@@ -72,8 +72,8 @@ FILE_NAME = "event-{index:05d}-{id}.json"
 # The SDK accepts only hex-and-dash ids in file names; we read any id, and say when we
 # write one the SDK will not find.
 _SDK_NAME = re.compile(r"^event-(?P<index>\d{5,})-(?P<id>[0-9a-fA-F\-]{8,})\.json$")
-# Kinds this library knows that the SDK does not (legacy imports).
-NON_SDK_KINDS = frozenset({"RecallAction", "RecallObservation", "AgentStateChangedEvent", "NullEvent"})
+# Kinds this library knows that the SDK does not (legacy imports, pins).
+NON_SDK_KINDS = frozenset({"RecallAction", "RecallObservation", "AgentStateChangedEvent", "NullEvent", "PinEvent"})
 
 
 @dataclass
