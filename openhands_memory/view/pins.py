@@ -15,7 +15,7 @@ pins made up to N, and a pin made on one branch is not on another.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..events import (
     VISIBLE_KINDS,
@@ -82,23 +82,36 @@ class Pins:
 NO_PINS = Pins()
 
 
-def fold(pin_events: Iterable[tuple[int, PinEvent]], seq_of: Mapping[str, int]) -> Pins:
-    """The pins in force after ``pin_events`` (their ids and events, oldest first).
-    ``seq_of`` maps the external ids of the events they name to ids; a pin of an event that
-    is not there (on another branch) is no pin here."""
-    state: dict[int, Pin] = {}
-    for at, ev in pin_events:
-        target = seq_of.get(ev.event_id)
-        if target is None or target > at:
+def fold(pin_events: Iterable[tuple[int, Mapping[str, Any]]]) -> dict[str, tuple[int, Mapping[str, Any]]]:
+    """The pins in force after ``pin_events`` (each pin event's id and JSON fields, oldest
+    first), by the external id of the event each pins: (the pin event's id, its fields).
+    Folded by external id, so that only the few pins left need their events' ids looked up.
+
+    Read newest first: a pin event is in force unless a later one names the same event (a
+    newer pin, or an unpin) or a later pin is in its group (which replaced it)."""
+    state: dict[str, tuple[int, Mapping[str, Any]]] = {}
+    seen: set[str] = set()
+    later_groups: set[str] = set()
+    for at, ev in reversed(list(pin_events)):
+        uid, group = ev["event_id"], ev.get("group")
+        if uid not in seen and ev.get("mode") is not None and (group is None or group not in later_groups):
+            state[uid] = (at, ev)
+        seen.add(uid)
+        if group is not None and ev.get("mode") is not None:
+            later_groups.add(group)
+    return state
+
+
+def resolve(folded: Mapping[str, tuple[int, Mapping[str, Any]]], seq_of: Mapping[str, int]) -> Pins:
+    """``fold``'s pins as :class:`Pins`, given the ids of the events they name (``seq_of``);
+    a pin of an event not there (not on this path), or not before its pin, is none."""
+    pins: dict[int, Pin] = {}
+    for uid, (at, ev) in folded.items():
+        seq = seq_of.get(uid)
+        if seq is None or seq > at:
             continue
-        if ev.mode is None:
-            state.pop(target, None)
-            continue
-        if ev.group is not None:
-            for seq in [s for s, p in state.items() if p.group == ev.group and s != target]:
-                del state[seq]
-        state[target] = Pin(target, ev.mode, at, ev.label, ev.group, ev.rule)
-    return Pins(state)
+        pins[seq] = Pin(seq, ev["mode"], at, ev.get("label"), ev.get("group"), ev.get("rule"))
+    return Pins(pins)
 
 
 def pin_text(pin: Pin, event: Event, name: str | None = None) -> str:

@@ -200,7 +200,7 @@ class View:
             visible.insert(min(offset, len(visible)), make_summary_event(cond.id, cond.timestamp, cond.summary or ""))
         kept, dropped = enforce(visible, ListHistory(seqd))
         warn(dropped)
-        pins = pinning.fold(pin_events, by_uid)  # type: ignore[arg-type]
+        pins = pinning.resolve(pinning.fold((at, e.__dict__) for at, e in pin_events), by_uid)  # type: ignore[arg-type]
         kept, again = _reinject(kept, pins, {e.seq: e for e in seqd})  # type: ignore[misc]
         unhandled = last_req is not None and (last_cond is None or last_req > last_cond)
         return cls(kept, unhandled, None, len(seqd) - 1, last_cond, dropped, pins=pins, reinjected=again)
