@@ -13,7 +13,7 @@ On a copy of each cached database (bench/common.py), four variants, measured int
     by 100 events: what pinning that much costs, not an overhead).
 Figures, medians of CPU time (``time.process_time``) over ``--repeats`` (each variant's
 copy made and pinned once): open + first view (a new ``EventStore`` and ``conv.view()``,
-median of three each repeat), and the cached step (append an action/observation
+median of five each repeat, all before any step), and the cached step (append an action/observation
 pair in two transactions, ``conv.view()``, ``to_messages()``; bench/view.py) over ``--steps``.
 Target (issue 20): with ``keep`` and ``group``, both within 10 % of the same without pins.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -48,7 +49,17 @@ VARIANTS = ("none", "keep", "group", "reinject")
 
 
 def add_pins(path: Path, variant: str) -> tuple[int, int]:
-    """Pin as ``variant`` says; returns (pins in force, pinned events the view shows again)."""
+    """Pin as ``variant`` says; returns (pins in force, pinned events the view shows again).
+    The file is checkpointed afterwards, as every variant's is: a first view read through
+    a WAL costs more, which is no cost of pins."""
+    try:
+        return _add_pins(path, variant)
+    finally:
+        with sqlite3.connect(path) as db:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _add_pins(path: Path, variant: str) -> tuple[int, int]:
     if variant == "none":
         return 0, 0
     with EventStore(path, create=False) as store:
@@ -92,9 +103,11 @@ def main() -> int:
                 paths = {v: stack.enter_context(work_copy(args.dir, src, f"pins-{v}")) for v in VARIANTS}
                 for v in VARIANTS:
                     counts[v] = add_pins(paths[v], v)
+                for _ in range(args.repeats):  # first views before the steps grow the files
+                    for v in VARIANTS:
+                        got[v]["first"].append(first_views(paths[v], 5)["cpu"])
                 for r in range(args.repeats):
                     for v in VARIANTS:
-                        got[v]["first"].append(first_views(paths[v], 3)["cpu"])
                         seed = args.seed + 1000 * (r + 1)  # new events each repeat
                         got[v]["step"].append(cached_steps(paths[v], wl, seed, args.steps)["cpu"])
             for v in VARIANTS:

@@ -254,6 +254,9 @@ class PinEvent(Event):
     kind: Literal["PinEvent"] = "PinEvent"
     source: Source = "user"
     event_id: str
+    # The pinned event's id in the store when pinned: a hint that spares a view the lookup
+    # by external id (which decides: a fork renumbers).
+    event_seq: int | None = None
     mode: PinMode | None = None
     label: str | None = None
     group: str | None = None

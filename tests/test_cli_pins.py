@@ -192,11 +192,11 @@ def test_condense_dry_run_names_the_pins_it_carries_and_reinjects_and_writes_not
     assert result.exit_code == 0, result.output
     out = result.stdout
     narrow(out)
-    assert "  pins kept   #20: carried out of the cut\n" in out
+    assert "  pins kept   #1, #20: carried out of the cut\n" in out  # the cut began at the task
     assert "  re-injects  #11 (plan): pinned, shown again after the summary\n" in out
     assert out.endswith("dry run: nothing was written\n")
     report = json.loads(run("condense", pinned, CID, *CONDENSE, "--dry-run", "--json").output)
-    assert [p["id"] for p in report["pins_carried"]] == [20]
+    assert [p["id"] for p in report["pins_carried"]] == [1, 20]
     assert report["pins_reinjected"] == [{"id": 11, "mode": "reinject", "label": "plan", "group": None}]
     assert 20 not in report["forgotten_ids"] and 11 in report["forgotten_ids"]
     assert 2 in report["forgotten_ids"] and 19 in report["forgotten_ids"]  # the cut spans 20

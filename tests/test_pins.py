@@ -30,8 +30,10 @@ from openhands_memory.events import (
     ConversationStateUpdateEvent,
     Event,
     PinnedContextEvent,
+    SystemPromptEvent,
 )
 from openhands_memory.view import View
+from openhands_memory.view.pins import PinRule
 
 from . import factories as f
 from .test_condensers import assert_well_formed
@@ -69,7 +71,7 @@ STEP = st.one_of(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEP, min_size=4, max_size=40), which=st.integers(0, 6))
-def test_no_strategy_ever_forgets_a_keep_pin_and_views_stay_well_formed(tmp_path_factory, steps, which):
+def test_no_strategy_forgets_a_keep_pin_and_each_pin_shows_once(tmp_path_factory, steps, which):
     strategy = strategies()[which]
     with EventStore(tmp_path_factory.mktemp("pins") / "p.db") as store:
         conv = store.create_conversation("c")
@@ -92,17 +94,26 @@ def test_no_strategy_ever_forgets_a_keep_pin_and_views_stay_well_formed(tmp_path
                 conv.append(ConversationStateUpdateEvent(key="execution_status", value="running"))
             elif op == "request":
                 conv.request_condensation()
-            else:
+            else:  # keep or reinject one of the events in view
                 stored = [e.seq for e in conv.view().events if e.seq is not None]
-                conv.pin(stored[arg % len(stored)], "keep")
+                conv.pin(stored[arg % len(stored)], "keep" if arg % 3 else "reinject")
             try:
                 conv.step(strategy)
             except NoCondensationAvailable:
                 pass
             view = conv.view()
             history = list(conv.events())
-            keep = {p.seq for p in conv.pins() if p.mode == "keep"}
+            pins = conv.pins()
+            keep = {p.seq for p in pins if p.mode == "keep"}
             assert keep <= set(view.seqs), f"{strategy.type} forgot keep pins {keep - set(view.seqs)}"
+            again = [e.pinned_seq for e in view.events if isinstance(e, PinnedContextEvent)]
+            for p in pins:  # each pinned event is shown exactly once: in place, or again
+                assert view.seqs.count(p.seq) + again.count(p.seq) == 1, (p, again)
+            if again:  # right after the summary (or the system prompt), together
+                first = view.events.index(next(e for e in view.events if isinstance(e, PinnedContextEvent)))
+                before = view.events[first - 1] if first else None
+                assert first == 0 or isinstance(before, (CondensationSummaryEvent, SystemPromptEvent))
+                assert all(isinstance(e, PinnedContextEvent) for e in view.events[first : first + len(again)])
             assert_well_formed(view, history, where=f"{strategy.type} after {op}")
             assert shown(view) == shown(View.from_events(history))
         assert shown(EventStore(store.location.path).conversation("c").view()) == shown(conv.view())
@@ -296,3 +307,28 @@ def test_pins_on_postgresql_match_sqlite(database_url):
         assert shown(view) == shown(View.from_events(list(conv.events())))
         fresh = EventStore(database_url).conversation("c").view()
         assert shown(fresh) == shown(view)
+
+
+def test_an_sdk_agents_conversation_takes_no_pin_rows_but_its_rules_still_hold(conv):
+    """The SDK could not load a pin event from its log: rules are judged in memory there."""
+    rolling_history(conv, 30)
+    with conv.store.writing(conv.id) as db:
+        db.set_base_state(conv.id, "{}")
+    with pytest.raises(PinRefused, match="SDKCondenser"):
+        conv.pin(1)
+    strategy = LLMSummarizingCondenser(max_size=20, keep_first=1).with_pins(
+        [PinRule(first_user_message=True)])
+    before = len(conv)
+    done = conv.condense(strategy)
+    assert done.stored_as == before  # the condensation, and no pin row
+    assert 1 in conv.view().seqs and conv.pins() == []
+
+
+def test_a_dry_run_judges_the_rules_and_writes_nothing(conv):
+    rolling_history(conv, 30)
+    strategy = LLMSummarizingCondenser(max_size=20, keep_first=1).with_pins(
+        [PinRule(first_user_message=True)])
+    before = len(conv)
+    done = conv.condense(strategy, dry_run=True)
+    assert len(conv) == before and conv.pins() == []
+    assert [p.seq for p in done.pins_carried] == [1] and 1 not in done.forgotten_ids

@@ -67,7 +67,14 @@ class CondenseOutcome:
         positions = self.view.forgotten_positions(self.condensation) if self.condensation else []
         if not positions or not self.view.pins.keep:
             return []
+        # The cut's span: from its first forgotten event to its last, and on over the kept
+        # stretches that touch it (a cut that began or ended on a pinned event).
+        kept = self.view.manipulation_indices.kept
         lo, hi = min(positions), max(positions)
+        while lo - 1 in kept:
+            lo -= 1
+        while hi + 1 in kept:
+            hi += 1
         seqs = {e.seq for e in self.view.events[lo : hi + 1]}
         return [p for p in self.view.pins if p.mode == "keep" and p.seq in seqs]
 

@@ -12,7 +12,7 @@ from ..storage import END, IntegrityViolation, Session, tree
 from ..storage.recorder import FOLLOWS_HEAD
 from ..storage.codec import decode, event_row
 from ..view import View, query
-from ..view.pins import Pin, PinRule, rule_pins
+from ..view.pins import Pin, PinRule, judged, rule_pins
 from ..view.tokens import TokenCounter
 from ..view.view import carve
 from . import pinning
@@ -272,6 +272,12 @@ class Conversation:
                 raise ConversationNotFound(self.id)
             return list(query.pins_at(db, self.id, at))
 
+    def _holds_sdk_log(self) -> bool:
+        """Whether an OpenHands SDK agent persists this conversation (DatabaseFileStore): its
+        event log can hold no pin rows, which the SDK could not load."""
+        with self.store.reading() as db:
+            return db.base_state(self.id) is not None
+
     def apply_pin_rules(self, rules: Sequence[PinRule], *, budget: int | None = None,
                         counter: TokenCounter | None = None) -> list[int]:
         """Pin what ``rules`` ask for among the view's events not judged yet (a condenser's
@@ -307,10 +313,13 @@ class Conversation:
         ``needs_model``) instead of raising; any other refusal is raised.
         """
         rules: Sequence[PinRule] = getattr(condenser, "pin_rules", ())
-        if rules and not dry_run:
+        in_memory = bool(rules) and (dry_run or self._holds_sdk_log())
+        if rules and not in_memory:
             limit = condenser.pin_limit() if hasattr(condenser, "pin_limit") else None
             self.apply_pin_rules(rules, budget=limit)
         view = self.view()
+        if in_memory:  # judged on this view only: a dry run writes nothing, an SDK log holds no pins
+            view = view.with_pins(judged(rules, view.events, view.pins))
         result: View | Condensation | None = None
         error: NoCondensationAvailable | None = None
         try:

@@ -54,6 +54,12 @@ def pin_events(
     """The pin events for ``requests``, checked against the view at HEAD (read in ``db``'s
     transaction, which holds the conversation's lock), and the budget for what is pinned
     after them all."""
+    if db.base_state(cid) is not None:
+        raise PinRefused(
+            f"conversation {cid!r} is an OpenHands SDK agent's (DatabaseFileStore): its event log "
+            "cannot hold a pin event, which the SDK could not load; pin through SDKCondenser's "
+            "[[condenser.pins]] rules instead"
+        )
     data = query.load(db, cid)
     path = data.path or [(0, data.upto)]
     after = dict(data.pins.by_seq)
@@ -68,7 +74,8 @@ def pin_events(
         if r.group is not None:
             after = {s: p for s, p in after.items() if p.group != r.group}
         after[r.seq] = Pin(r.seq, r.mode, -1, r.label, r.group, r.rule)
-        made.append(PinEvent(event_id=event.id, mode=r.mode, label=r.label, group=r.group, rule=r.rule))
+        made.append(PinEvent(event_id=event.id, event_seq=r.seq, mode=r.mode, label=r.label, group=r.group,
+                             rule=r.rule))
     if budget is not None:
         check_budget(db, cid, Pins(after), {**(data.pinned or {}), **data.events}, budget, counter)
     return made
@@ -82,7 +89,7 @@ def unpin_event(db: Session, cid: str, seq: int) -> PinEvent:
         raise PinRefused(f"event {seq} is not pinned on the current branch")
     uid = db.uid_of(cid, seq)
     assert uid is not None
-    return PinEvent(event_id=uid, mode=None)
+    return PinEvent(event_id=uid, event_seq=seq, mode=None)
 
 
 def check_budget(db: Session, cid: str, pins: Pins, events: dict[int, Event], budget: int,
@@ -90,7 +97,7 @@ def check_budget(db: Session, cid: str, pins: Pins, events: dict[int, Event], bu
     """Refuse pins whose events take more than ``budget`` tokens, naming them."""
     counter = counter or CharEstimate()
     missing = [p.seq for p in pins if p.seq not in events]
-    for seq, kind, payload in db.payloads(cid, missing) if missing else []:
+    for seq, _, kind, payload in db.payloads(cid, missing) if missing else []:
         events[seq] = decode(kind, payload, seq)
     sizes = [(p.seq, count_event(counter, events[p.seq])) for p in pins if p.seq in events]
     total = sum(n for _, n in sizes)

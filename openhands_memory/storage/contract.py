@@ -166,8 +166,8 @@ class Statements(Protocol):
         """(id, payload) of the pin events with ids up to ``upto``, oldest first."""
         ...
 
-    def payloads(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str]]:
-        """(id, kind, payload) of the events with these ids."""
+    def payloads(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str, str]]:
+        """(id, uid, kind, payload) of the events with these ids."""
         ...
 
     def view_tail(

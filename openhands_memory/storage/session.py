@@ -354,12 +354,12 @@ class Session(InspectionQueries):
         """(id, payload) of the pin events with ids up to ``upto``, oldest first."""
         return [(i, p) for i, p in self.all(PIN_EVENTS, (cid, upto))]
 
-    def payloads(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str]]:
-        """(id, kind, payload) of the events with these ids."""
-        found: list[tuple[int, str, str]] = []
+    def payloads(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str, str]]:
+        """(id, uid, kind, payload) of the events with these ids."""
+        found: list[tuple[int, str, str, str]] = []
         for chunk in chunks(sorted(set(seqs)), 500):
             found += self.all(
-                f"SELECT id, kind, payload FROM event WHERE conversation_id = ? "
+                f"SELECT id, uid, kind, payload FROM event WHERE conversation_id = ? "
                 f"AND id IN ({', '.join('?' for _ in chunk)}) ORDER BY id",
                 (cid, *chunk),
             )

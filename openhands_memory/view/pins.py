@@ -15,7 +15,7 @@ pins made up to N, and a pin made on one branch is not on another.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from ..events import (
     VISIBLE_KINDS,
@@ -35,9 +35,9 @@ from ..settings import SettingError, settings
 DERIVED_KINDS = frozenset({"CondensationSummaryEvent", "PinnedContextEvent"})
 
 
-@dataclass(frozen=True)
-class Pin:
-    """One pin in force: event ``seq`` is pinned by the pin event ``at``."""
+class Pin(NamedTuple):
+    """One pin in force: event ``seq`` is pinned by the pin event ``at``. (A named tuple: a
+    view with pins builds one per pin, and a tuple is the cheapest value to build.)"""
 
     seq: int
     mode: PinMode
@@ -237,5 +237,18 @@ def rule_pins(rules: Sequence[PinRule], events: Sequence[Event], pins: Pins, sin
             have = pins.get(e.seq)  # type: ignore[arg-type]
             if have is not None and have.mode == rule.mode and have.group == rule.pin_group:
                 continue
-            out.append(PinEvent(event_id=e.id, mode=rule.mode, label=rule.label, group=rule.pin_group, rule=rule.name))
+            out.append(PinEvent(event_id=e.id, event_seq=e.seq, mode=rule.mode, label=rule.label,
+                                group=rule.pin_group, rule=rule.name))
     return out
+
+
+def judged(rules: Sequence[PinRule], events: Sequence[Event], pins: Pins = NO_PINS) -> Pins:
+    """``pins`` plus the pins ``rules`` make on a view's ``events``, judged afresh and held in
+    memory only: for a view whose conversation holds no pin rows (an OpenHands SDK agent's
+    log cannot), and for a dry run, which writes nothing."""
+    made = dict(pins.by_seq)
+    for rule in rules:
+        for e in rule.matches(events, -1):
+            assert e.seq is not None
+            made[e.seq] = Pin(e.seq, rule.mode, e.seq, rule.label, rule.pin_group, rule.name)
+    return Pins(made)

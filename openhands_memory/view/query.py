@@ -166,13 +166,12 @@ def load(db: Session, cid: str, at: int | None = None) -> ViewData:
 
 def load_pins(db: Session, data: ViewData, pin_rows: list[tuple[int, str]], path: list[ranges.Run]) -> None:
     """The pins in force on the view's path, and the pinned events it does not show,
-    decoded: statements only a conversation with pins runs (the second only when a pinned
-    event is not in view)."""
-    data.pins = _fold_pins(db, data.conversation_id, pin_rows, path, data.upto)
-    missing = [p.seq for p in data.pins if p.seq not in data.events]
-    data.pinned = {
-        seq: decode(kind, payload, seq) for seq, kind, payload in db.payloads(data.conversation_id, missing)
-    } if missing else {}
+    decoded: statements only a conversation with pins runs, and only for pinned events that
+    are not in view."""
+    data.pins, data.pinned = _fold_pins(db, data.conversation_id, pin_rows, path, data.upto, data.events)
+    missing = [p.seq for p in data.pins if p.seq not in data.events and p.seq not in data.pinned]
+    for seq, _, kind, payload in db.payloads(data.conversation_id, missing) if missing else []:
+        data.pinned[seq] = decode(kind, payload, seq)
 
 
 def pins_at(db: Session, cid: str, at: int | None = None) -> Pins:
@@ -181,17 +180,43 @@ def pins_at(db: Session, cid: str, at: int | None = None) -> Pins:
     upto = db.last_seq(cid) if at is None else at
     if path:
         upto = min(upto, path[-1][1])
-    return _fold_pins(db, cid, db.pin_events(cid, upto), path, upto) if path else NO_PINS
+    return _fold_pins(db, cid, db.pin_events(cid, upto), path, upto, {})[0] if path else NO_PINS
 
 
-def _fold_pins(db: Session, cid: str, pin_rows: list[tuple[int, str]], path: list[ranges.Run], upto: int) -> Pins:
-    """``pins.fold`` of the pin events on ``path``, naming events on it up to ``upto``."""
+def _fold_pins(db: Session, cid: str, pin_rows: list[tuple[int, str]], path: list[ranges.Run], upto: int,
+               known: dict[int, Event]) -> tuple[Pins, dict[int, Event]]:
+    """``pins.fold`` of the pin events on ``path``, naming events on it up to ``upto``; and
+    the pinned events read to find them that ``known`` (the view's events) lacks.
+
+    A pin event carries its event's id when pinned (``event_seq``): an event in view with
+    that id and the pinned external id needs no statement; the others are read by id (the
+    primary key), and only what is still unknown (a fork renumbered it) by external id.
+    """
     linear = len(path) == 1 and path[0][0] == 0  # every id up to upto is on it
     mine = [(i, p) for i, p in pin_rows if i <= upto and (linear or ranges.covers(path, i))]
     fields = json.loads(f"[{','.join([p for _, p in mine])}]")  # one parse for all: a C loop
     folded = fold(list(zip([i for i, _ in mine], fields)))
-    found = db.seqs_of(cid, upto + 1, sorted(folded)) if folded else []
-    return resolve(folded, {uid: seq for seq, uid in found if linear or ranges.covers(path, seq)})
+    seq_of: dict[str, int] = {}
+    hinted: dict[int, str] = {}
+    for uid, (_, ev) in folded.items():
+        hint = ev.get("event_seq")
+        if hint is None or not 0 <= hint <= upto:
+            continue
+        shown = known.get(hint)
+        if shown is not None and shown.id == uid:
+            seq_of[uid] = hint
+        elif shown is None:
+            hinted[hint] = uid
+    read: dict[int, Event] = {}
+    for seq, uid, kind, payload in db.payloads(cid, list(hinted)) if hinted else []:
+        if hinted[seq] == uid:
+            seq_of[uid] = seq
+            read[seq] = decode(kind, payload, seq)
+    rest = [uid for uid in folded if uid not in seq_of]
+    if rest:
+        seq_of.update({uid: seq for seq, uid in db.seqs_of(cid, upto + 1, rest)})
+    on_path = {uid: seq for uid, seq in seq_of.items() if linear or ranges.covers(path, seq)}
+    return resolve(folded, on_path), read
 
 
 def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: list[ranges.Run] | None) -> ViewData:

@@ -14,7 +14,7 @@ Semantics (see docs/architecture.md):
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Sequence, overload
 
 from ..allocation import collector_paused
@@ -127,6 +127,10 @@ class View:
             reinjected=sum(1 for e in events if e.kind == "PinnedContextEvent"),
         )
 
+    def with_pins(self, pins: Pins) -> "View":
+        """This view with other pins in force (rules judged in memory, ``pins.judged``)."""
+        return replace(self, pins=pins, _indices=None)
+
     def to_messages(
         self,
         *,
@@ -214,7 +218,7 @@ class View:
         kept, dropped = enforce(visible, data.history())
         warn(dropped)
         again = 0
-        if data.pins:
+        if data.pins and (data.pinned or dropped):  # else every pinned event is in view
             kept, again = _reinject(kept, data.pins, {**data.events, **(data.pinned or {})})
         return cls(
             kept,

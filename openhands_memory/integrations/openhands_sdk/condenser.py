@@ -46,7 +46,7 @@ from ...config import condenser_from_section, condenser_from_toml
 from ...errors import ConfigError
 from ...events import Condensation, CondensationSummaryEvent, Event, event_from_json
 from ...view import View
-from ...view.pins import Pin, Pins, insert_at, reinjected
+from ...view.pins import Pin, Pins, insert_at, judged, reinjected
 from ...view.view import carve
 from . import handoff
 
@@ -109,15 +109,13 @@ class SDKCondenser(CondenserBase):
     def _pins(self, events: list[Event]) -> Pins:
         """The pins the rules make on the SDK's view (ids are view positions); reinject pins'
         events are remembered for when a condensation forgets them."""
-        pins: dict[int, Pin] = {}
-        for rule in self.strategy.pin_rules:
-            for e in rule.matches(events, -1):
-                assert e.seq is not None
-                pins[e.seq] = Pin(e.seq, rule.mode, e.seq, rule.label, rule.pin_group, rule.name)
-                if rule.mode == "reinject":
-                    key = (rule.name, rule.pin_group or e.id)
-                    self._remembered[key] = e
-        return Pins(pins)
+        pins = judged(self.strategy.pin_rules, events)
+        by_seq = {e.seq: e for e in events}
+        for pin in pins:
+            if pin.mode == "reinject":
+                event = by_seq[pin.seq]
+                self._remembered[(pin.rule or "", pin.group or event.id)] = event
+        return pins
 
     def _reinjected(self, view: View) -> list[Event]:
         """The remembered reinject pins ``view`` no longer shows, as text (``pins.reinjected``)."""
