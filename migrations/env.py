@@ -21,12 +21,21 @@ def _url() -> str:
     return Location.parse(db).sqlalchemy_url
 
 
+def _include_name(name, type_, parent_names) -> bool:
+    """The search index (revision 0008, storage/search.py) is not in the SQLModel metadata:
+    SQLite's FTS5 tables (and their shadow tables), PostgreSQL's expression indexes."""
+    if type_ == "table" and name and name.startswith(("event_words", "event_grams")):
+        return False
+    return not (type_ == "index" and name in ("ix_event_words", "ix_event_grams"))
+
+
 def _configure(connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=metadata,
         render_as_batch=True,
         compare_type=True,
+        include_name=_include_name,
     )
 
 

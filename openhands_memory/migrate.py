@@ -7,7 +7,7 @@ an up-to-date database stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import sqlite_file
 
@@ -19,8 +19,12 @@ if TYPE_CHECKING:
 
 # Every revision in order, oldest first. A test checks this against the scripts, so that
 # opening a file can judge its revision without loading alembic.
-REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
+REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008")
 HEAD = REVISIONS[-1]
+
+#: Told (done, total) as a long step of a revision advances (revision 0008's backfill of the
+#: search index); the CLI sets it to draw a progress bar while it migrates.
+progress: "Callable[[int, int], None] | None" = None
 
 
 def script_location() -> str:

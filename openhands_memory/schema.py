@@ -16,6 +16,7 @@ from .events import TOOL_KINDS
 
 class ConversationRow(SQLModel, table=True):
     __tablename__ = "conversation"
+    __table_args__ = (Index("ux_conversation_search_key", "search_key", unique=True),)
 
     id: str = Field(primary_key=True)
     created_at: str = Field(description="ISO 8601, UTC")
@@ -33,6 +34,9 @@ class ConversationRow(SQLModel, table=True):
     # HEAD of the history tree (revision 0006): NULL while it is the newest row (every linear
     # history), -1 when empty (the SDK's navigate_to(None)), else the leaf event's id.
     head: Optional[int] = Field(default=None, sa_column=Column("head", Integer, nullable=True))
+    # The conversation's number in the SQLite search index's document ids (revision 0008,
+    # storage/search.py); NULL on PostgreSQL, whose search indexes need none.
+    search_key: Optional[int] = Field(default=None, sa_column=Column("search_key", Integer, nullable=True))
 
 
 # A row that is not of a tool loop's kinds (``events.TOOL_KINDS``, sorted: revision 0003 spells

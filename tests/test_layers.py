@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("conversation", ("conversation",)),
     ("view", ("view",)),
     ("storage", ("storage", "database", "sqlite_file", "migrate", "migrations")),
-    ("events and schema", ("events", "errors", "schema", "ranges", "settings", "allocation")),
+    ("events and schema", ("events", "errors", "schema", "ranges", "settings", "allocation", "searchable")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(reversed(LAYERS))}
 

@@ -11,11 +11,13 @@ from ..events import Condensation, CondensationRequest, Event, PinMode
 from ..storage import END, IntegrityViolation, Session, tree
 from ..storage.recorder import FOLLOWS_HEAD
 from ..storage.codec import decode, event_row
+from ..storage.search import SearchFilters
 from ..view import View, query
 from ..view.pins import Pin, PinRule, judged, rule_pins
 from ..view.tokens import TokenCounter
 from ..view.view import carve
-from . import pinning
+from . import pinning, recall
+from .recall import Hit, Recalled, Scope
 from .cache import ViewCache
 from .pinning import PinRequest
 from .condensing import CondenseOutcome, Strategy
@@ -292,6 +294,30 @@ class Conversation:
             return []
         requests = [PinRequest(_seq_of(view, p.event_id), p.mode, p.label, p.group, p.rule) for p in made]  # type: ignore[arg-type]
         return self.pin_many(requests, budget=budget, counter=counter)
+
+    # --- recall (recall.py) ----------------------------------------------------------------
+
+    def search(
+        self, query: str, limit: int = 10, scope: Scope = "forgotten", *, kinds: Sequence[str] | None = None,
+        tools: Sequence[str] | None = None, before: str | None = None, after: str | None = None,
+    ) -> list[Hit]:
+        """Events of the current branch matching ``query`` (words, a "quoted phrase", or a
+        fragment of an identifier or path), best first: by default only those a
+        condensation hid from the model (``scope="visible"``: those it sees; ``"all"``).
+        ``kinds``/``tools``: only these event kinds / tool names; ``before``/``after``: ISO
+        timestamps. Each hit has the event's id, kind, tool, time, a snippet with the match,
+        the condensation that hid it, and its score."""
+        filters = SearchFilters(tuple(kinds or ()), tuple(tools or ()), before, after)
+        view = self.view()
+        with self.store.reading() as db:
+            return recall.search(db, self.id, view, query, limit=limit, scope=scope, filters=filters)
+
+    def read(self, seq: int, window: int = 2, max_chars: int = 4000) -> Recalled:
+        """Event ``seq`` as text (cut to ``max_chars``), the id of its tool call or result, and
+        the ids of ``window`` neighbours each side on the branch, to scroll with."""
+        view = self.view()
+        with self.store.reading() as db:
+            return recall.read(db, self.id, view, seq, window=window, max_chars=max_chars)
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from ..ranges import Run
+from .search import SearchFilters
 from .session import END
 
 
@@ -164,6 +165,28 @@ class Statements(Protocol):
 
     def pin_events(self, cid: str, upto: int = END) -> list[tuple[int, str]]:
         """(id, payload) of the pin events with ids up to ``upto``, oldest first."""
+        ...
+
+    def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,
+                     filters: SearchFilters) -> list[tuple[int, float]]:
+        """(id, score) of the newest events up to ``upto`` whose text has every term."""
+        ...
+
+    def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
+                     filters: SearchFilters) -> list[int]:
+        """Ids of the newest events up to ``upto`` whose text holds ``fragment``."""
+        ...
+
+    def event_rows(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str | None, str, str]]:
+        """(id, kind, tool_name, timestamp, payload) of the events with these ids."""
+        ...
+
+    def hidden_by(self, cid: str, seq: int) -> int | None:
+        """The condensation whose live hidden run holds ``seq``."""
+        ...
+
+    def results_near(self, cid: str, seq: int, call_id: str, span: int = 256) -> list[int]:
+        """Ids near ``seq`` holding tool call ``call_id``."""
         ...
 
     def payloads(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str, str]]:

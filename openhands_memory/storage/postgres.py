@@ -43,6 +43,8 @@ from ..errors import (
 )
 from .codec import EVENT_COLUMNS
 from .recorder import FOLLOWS_HEAD, QueryResult, Recorder
+from . import search
+from .search import SearchFilters
 from .session import (
     END,
     INSERT_CONDENSATION,
@@ -246,7 +248,39 @@ class PostgresSession(Session):
             return self.known_last[1]
         return super().last_seq(cid, upto)
 
+    # --- search: GIN expression indexes on event (storage/search.py) -----------------------
+
+    def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,
+                     filters: SearchFilters) -> list[tuple[int, float]]:
+        if not terms:
+            return []
+        where, params = self._search_filters(filters)
+        # MATERIALIZED: the matches come from the GIN index, never from walking the
+        # conversation's rows newest first and spelling each one's text.
+        return [(s, float(r)) for s, r in self.all(
+            f"WITH q AS (SELECT plainto_tsquery('english', ?) AS q), "
+            f"m AS MATERIALIZED (SELECT e.id, ts_rank({search.PG_VECTOR_OF.format(e='e')}, q.q) AS r "
+            f"FROM event e, q WHERE e.conversation_id = ? AND e.{search.PG_WHERE} "
+            f"AND {search.PG_VECTOR_OF.format(e='e')} @@ q.q AND e.id <= ?{where}) "
+            f"SELECT id, r FROM m ORDER BY id DESC LIMIT {int(limit)}",
+            (" ".join(terms), cid, upto, *params),
+        )]
+
+    def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
+                     filters: SearchFilters) -> list[int]:
+        if len(fragment) < 3:
+            return []
+        where, params = self._search_filters(filters)
+        pattern = "%" + fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return [s for (s,) in self.all(
+            f"WITH m AS MATERIALIZED (SELECT e.id FROM event e WHERE e.conversation_id = ? "
+            f"AND e.{search.PG_WHERE} AND {search.PG_TEXT_OF.format(e='e')} ILIKE ? AND e.id <= ?{where}) "
+            f"SELECT id FROM m ORDER BY id DESC LIMIT {int(limit)}",
+            (cid, pattern, upto, *params),
+        )]
+
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
+        # No search_key: PostgreSQL's search indexes are on event itself (storage/search.py).
         import json
 
         self.execute(

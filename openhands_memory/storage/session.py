@@ -18,6 +18,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..events import TOOL_KINDS
 from ..ranges import Run
+from . import search
+from .search import SearchFilters
 from .codec import EVENT_COLUMNS
 from .inspection import InspectionQueries
 
@@ -68,6 +70,9 @@ LATEST_SUMMARY = (
     "AND c.summary IS NOT NULL AND c.summary_offset IS NOT NULL "
     "ORDER BY c.id DESC LIMIT 1"
 )
+# The next conversation's number for the search index's document ids (storage/search.py):
+# one seek of ux_conversation_search_key.
+NEXT_SEARCH_KEY = "(SELECT COALESCE(MAX(search_key), 0) + 1 FROM conversation)"
 # Pin events up to an id (ix_event_pin; a branch's view keeps those on its path).
 PIN_EVENTS = (
     "SELECT id, payload FROM event WHERE conversation_id = ? AND kind = 'PinEvent' AND id <= ? ORDER BY id"
@@ -178,7 +183,7 @@ class Session(InspectionQueries):
 
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
         self.execute(
-            "INSERT INTO conversation (id, created_at, metadata) VALUES (?, ?, ?)",
+            f"INSERT INTO conversation (id, created_at, metadata, search_key) VALUES (?, ?, ?, {NEXT_SEARCH_KEY})",
             (cid, created_at, json.dumps(metadata)),
         )
 
@@ -353,6 +358,93 @@ class Session(InspectionQueries):
     def pin_events(self, cid: str, upto: int = END) -> list[tuple[int, str]]:
         """(id, payload) of the pin events with ids up to ``upto``, oldest first."""
         return [(i, p) for i, p in self.all(PIN_EVENTS, (cid, upto))]
+
+    # --- search (storage/search.py) -------------------------------------------------------
+
+    def _search_key(self, cid: str) -> int | None:
+        """The conversation's number in the search index's document ids (SQLite)."""
+        row = self.execute("SELECT search_key FROM conversation WHERE id = ?", (cid,)).fetchone()
+        return None if row is None else row[0]
+
+    def _search_filters(self, filters: SearchFilters) -> tuple[str, list[Any]]:
+        where, params = "", []
+        if filters.kinds:
+            where += f" AND e.kind IN ({', '.join('?' for _ in filters.kinds)})"
+            params += list(filters.kinds)
+        if filters.tools:
+            where += f" AND e.tool_name IN ({', '.join('?' for _ in filters.tools)})"
+            params += list(filters.tools)
+        if filters.before is not None:
+            where += " AND e.timestamp < ?"
+            params.append(filters.before)
+        if filters.after is not None:
+            where += " AND e.timestamp > ?"
+            params.append(filters.after)
+        return where, params
+
+    def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,
+                     filters: SearchFilters) -> list[tuple[int, float]]:
+        """(id, score: higher is better) of the newest events up to ``upto`` whose text has
+        every one of ``terms`` (words, stemmed; a term of several words is a phrase), newest
+        first."""
+        key = self._search_key(cid)
+        if key is None or not terms:
+            return []
+        words = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        where, params = self._search_filters(filters)
+        return [(s, -score) for s, score in self.all(
+            f"SELECT event_words.rowid & {search.MASK}, bm25(event_words) FROM event_words "
+            f"JOIN event e ON e.conversation_id = ? AND e.id = event_words.rowid & {search.MASK} "
+            f"WHERE event_words MATCH ? AND event_words.rowid BETWEEN ? AND ?{where} "
+            f"ORDER BY event_words.rowid DESC LIMIT {int(limit)}",
+            (cid, words, key << search.SHIFT, (key << search.SHIFT) | upto, *params),
+        )]
+
+    def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
+                     filters: SearchFilters) -> list[int]:
+        """Ids of the newest events up to ``upto`` whose text holds ``fragment`` (three
+        characters or more, any case), newest first."""
+        key = self._search_key(cid)
+        if key is None or len(fragment) < 3:
+            return []
+        grams = " ".join('"' + fragment[i:i + 3].replace('"', '""') + '"' for i in range(len(fragment) - 2))
+        where, params = self._search_filters(filters)
+        return [s for (s,) in self.all(
+            f"SELECT event_grams.rowid & {search.MASK} FROM event_grams "
+            f"JOIN event e ON e.conversation_id = ? AND e.id = event_grams.rowid & {search.MASK} "
+            f"WHERE event_grams MATCH ? AND event_grams.rowid BETWEEN ? AND ?{where} "
+            f"AND instr(lower({search.sqlite_text('e.payload')}), lower(?)) > 0 "
+            f"ORDER BY event_grams.rowid DESC LIMIT {int(limit)}",
+            (cid, grams, key << search.SHIFT, (key << search.SHIFT) | upto, *params, fragment),
+        )]
+
+    def event_rows(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str | None, str, str]]:
+        """(id, kind, tool_name, timestamp, payload) of the events with these ids."""
+        found: list[tuple[int, str, str | None, str, str]] = []
+        for chunk in chunks(sorted(set(seqs)), 500):
+            found += self.all(
+                "SELECT id, kind, tool_name, timestamp, payload FROM event WHERE conversation_id = ? "
+                f"AND id IN ({', '.join('?' for _ in chunk)}) ORDER BY id",
+                (cid, *chunk),
+            )
+        return found
+
+    def hidden_by(self, cid: str, seq: int) -> int | None:
+        """The condensation whose live hidden run holds ``seq`` (ix_hidden_run_live)."""
+        row = self.execute(
+            "SELECT from_id, end_id FROM hidden_run WHERE conversation_id = ? AND until_id IS NULL "
+            "AND start_id <= ? ORDER BY start_id DESC LIMIT 1",
+            (cid, seq),
+        ).fetchone()
+        return row[0] if row is not None and row[1] >= seq else None
+
+    def results_near(self, cid: str, seq: int, call_id: str, span: int = 256) -> list[int]:
+        """Ids near ``seq`` (a primary-key range) holding tool call ``call_id``: a call's
+        result, a result's call."""
+        return [s for (s,) in self.all(
+            "SELECT id FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? AND tool_call_id = ? AND id <> ?",
+            (cid, seq - span, seq + span, call_id, seq),
+        )]
 
     def payloads(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str, str]]:
         """(id, uid, kind, payload) of the events with these ids."""

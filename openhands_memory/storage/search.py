@@ -1,0 +1,187 @@
+"""The full-text index of events' text (revision 0008; the rule: ``searchable.py``).
+
+SQLite: two contentless FTS5 tables kept by triggers on ``event``:
+
+* ``event_words``: porter stemming over unicode61 (diacritics folded), ranked by bm25;
+* ``event_grams``: trigrams with ``detail=none`` (no positions: a quarter of the size of a
+  full trigram index), so a fragment matches as the AND of its trigrams and is then confirmed
+  against the text (``instr``), which a few candidates cost nothing.
+
+A document's id is ``conversation.search_key << 32 | event.id``: a conversation's events are
+one range of ids (a search never reads another conversation's), newest last, so that
+``ORDER BY rowid DESC`` reads the newest matches first and stops at the limit, and the id
+does not move when VACUUM renumbers rowids. The text is spelled in SQL (``json_tree`` over
+``searchable.TEXT_KEYS``), so that every connection keeps the index right, and contentless
+tables can be told what to unindex: the triggers recompute it from the old row.
+
+PostgreSQL: ``ohm_search_text(kind, payload)`` spells the same text; GIN expression indexes
+on ``to_tsvector('english', …)`` and on ``pg_trgm`` trigrams index it, and the planner keeps
+them in the writing transaction as for any index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..searchable import SEARCHED_KINDS, TEXT_KEYS
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """What a search keeps besides its words: kinds, tool names, ISO timestamps."""
+
+    kinds: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    before: str | None = None
+    after: str | None = None
+
+#: A conversation's documents are ids ``key << SHIFT`` .. ``(key << SHIFT) | MASK``.
+SHIFT = 32
+MASK = (1 << SHIFT) - 1
+
+KIND_LIST = ", ".join(f"'{k}'" for k in SEARCHED_KINDS)
+KEY_LIST = ", ".join(f"'{k}'" for k in TEXT_KEYS)
+
+
+def sqlite_text(payload: str) -> str:
+    """The searchable text of a payload column, in SQLite's SQL (``searchable.text_of``)."""
+    return (f"(SELECT group_concat(value, char(10)) FROM json_tree({payload}) "
+            f"WHERE type = 'text' AND key IN ({KEY_LIST}))")
+
+
+def _doc(row: str) -> str:
+    return (f"(((SELECT search_key FROM conversation WHERE id = {row}.conversation_id) << {SHIFT}) "
+            f"| {row}.id)")
+
+
+WORDS = "event_words"
+GRAMS = "event_grams"
+TABLES = (
+    f"CREATE VIRTUAL TABLE {WORDS} USING fts5(body, content='', "
+    "tokenize='porter unicode61 remove_diacritics 2')",
+    f"CREATE VIRTUAL TABLE {GRAMS} USING fts5(body, content='', tokenize='trigram', detail='none')",
+)
+
+
+def _index(row: str) -> str:
+    return "".join(
+        f"INSERT INTO {t}(rowid, body) VALUES ({_doc(row)}, {sqlite_text(row + '.payload')}); "
+        for t in (WORDS, GRAMS)
+    )
+
+
+def _unindex(row: str) -> str:
+    return "".join(
+        f"INSERT INTO {t}({t}, rowid, body) VALUES ('delete', {_doc(row)}, {sqlite_text(row + '.payload')}); "
+        for t in (WORDS, GRAMS)
+    )
+
+
+_LIVE = "EXISTS (SELECT 1 FROM conversation WHERE id = {row}.conversation_id)"
+TRIGGERS = (
+    f"CREATE TRIGGER event_search_insert AFTER INSERT ON event WHEN new.kind IN ({KIND_LIST}) "
+    f"BEGIN {_index('new')}END",
+    # A conversation's cascade deletes its events after its row: its own trigger unindexes them.
+    f"CREATE TRIGGER event_search_delete AFTER DELETE ON event WHEN old.kind IN ({KIND_LIST}) "
+    f"AND {_LIVE.format(row='old')} BEGIN {_unindex('old')}END",
+    f"CREATE TRIGGER event_search_update AFTER UPDATE OF kind, payload ON event "
+    f"WHEN old.kind IN ({KIND_LIST}) OR new.kind IN ({KIND_LIST}) BEGIN "
+    + "".join(
+        f"INSERT INTO {t}({t}, rowid, body) SELECT 'delete', {_doc('old')}, {sqlite_text('old.payload')} "
+        f"WHERE old.kind IN ({KIND_LIST}); "
+        f"INSERT INTO {t}(rowid, body) SELECT {_doc('new')}, {sqlite_text('new.payload')} "
+        f"WHERE new.kind IN ({KIND_LIST}); "
+        for t in (WORDS, GRAMS)
+    )
+    + "END",
+    "CREATE TRIGGER conversation_search_delete BEFORE DELETE ON conversation BEGIN "
+    + "".join(
+        f"INSERT INTO {t}({t}, rowid, body) SELECT 'delete', (old.search_key << {SHIFT}) | e.id, "
+        f"{sqlite_text('e.payload')} FROM event e WHERE e.conversation_id = old.id AND e.kind IN ({KIND_LIST}); "
+        for t in (WORDS, GRAMS)
+    )
+    + "END",
+)
+TRIGGER_NAMES = ("event_search_insert", "event_search_delete", "event_search_update", "conversation_search_delete")
+
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+def backfill_sqlite(conn: Any, progress: Progress | None = None, chunk: int = 20_000) -> int:
+    """Index every event already stored, a chunk of ids at a time; returns how many."""
+    total = conn.exec_driver_sql(f"SELECT COUNT(*) FROM event WHERE kind IN ({KIND_LIST})").scalar() or 0
+    done = 0
+    keys = conn.exec_driver_sql("SELECT id, search_key FROM conversation ORDER BY search_key").fetchall()
+    for cid, key in keys:
+        last = conn.exec_driver_sql("SELECT MAX(id) FROM event WHERE conversation_id = ?", (cid,)).scalar()
+        for lo in range(0, (last if last is not None else -1) + 1, chunk):
+            text = sqlite_text("payload")
+            for t in (WORDS, GRAMS):
+                conn.exec_driver_sql(
+                    f"INSERT INTO {t}(rowid, body) SELECT ({int(key)} << {SHIFT}) | id, {text} FROM event "
+                    f"WHERE conversation_id = ? AND id BETWEEN ? AND ? AND kind IN ({KIND_LIST})",
+                    (cid, lo, lo + chunk - 1),
+                )
+            done += conn.exec_driver_sql(
+                f"SELECT COUNT(*) FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? AND kind IN ({KIND_LIST})",
+                (cid, lo, lo + chunk - 1),
+            ).scalar() or 0
+            if progress is not None:
+                progress(done, total)
+    return done
+
+
+def create_sqlite(conn: Any, progress: Progress | None = None) -> None:
+    for statement in TABLES:
+        conn.exec_driver_sql(statement)
+    backfill_sqlite(conn, progress)
+    for statement in TRIGGERS:
+        conn.exec_driver_sql(statement)
+
+
+def drop_sqlite(conn: Any) -> None:
+    for name in TRIGGER_NAMES:
+        conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
+    for t in (WORDS, GRAMS):
+        conn.exec_driver_sql(f"DROP TABLE IF EXISTS {t}")
+
+
+# --- PostgreSQL ----------------------------------------------------------------------------
+
+PG_TEXT_OF = "ohm_search_text({e}.kind, {e}.payload)"
+PG_VECTOR_OF = "to_tsvector('english'::regconfig, ohm_search_text({e}.kind, {e}.payload))"
+PG_TEXT = "ohm_search_text(kind, payload)"
+PG_VECTOR = f"to_tsvector('english'::regconfig, {PG_TEXT})"
+PG_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION ohm_search_text(kind text, payload text) RETURNS text "
+    "LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ "
+    "WITH RECURSIVE walk(key, value) AS ("
+    f"SELECT NULL::text, CASE WHEN kind IN ({KIND_LIST}) THEN payload::jsonb END "
+    "UNION ALL "
+    "SELECT c.key, c.value FROM walk w CROSS JOIN LATERAL ("
+    "SELECT e.key, e.value FROM jsonb_each(CASE WHEN jsonb_typeof(w.value) = 'object' THEN w.value END) e "
+    "UNION ALL "
+    "SELECT NULL, a.value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(w.value) = 'array' THEN w.value END) a"
+    ") c) "
+    "SELECT string_agg(value #>> '{}', E'\\n') FROM walk "
+    f"WHERE jsonb_typeof(value) = 'string' AND key IN ({KEY_LIST}) $$"
+)
+PG_WHERE = f"kind IN ({KIND_LIST})"
+PG_INDEXES = (
+    f"CREATE INDEX ix_event_words ON event USING gin ({PG_VECTOR}) WHERE {PG_WHERE}",
+    f"CREATE INDEX ix_event_grams ON event USING gin ({PG_TEXT} gin_trgm_ops) WHERE {PG_WHERE}",
+)
+
+
+def create_postgres(conn: Any, progress: Progress | None = None) -> None:
+    conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    conn.exec_driver_sql(PG_FUNCTION)
+    for statement in PG_INDEXES:  # one statement each: PostgreSQL builds it, no progress to show
+        conn.exec_driver_sql(statement)
+
+
+def drop_postgres(conn: Any) -> None:
+    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_event_grams")
+    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_event_words")
+    conn.exec_driver_sql("DROP FUNCTION IF EXISTS ohm_search_text(text, text)")
