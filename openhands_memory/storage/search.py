@@ -185,3 +185,23 @@ def drop_postgres(conn: Any) -> None:
     conn.exec_driver_sql("DROP INDEX IF EXISTS ix_event_grams")
     conn.exec_driver_sql("DROP INDEX IF EXISTS ix_event_words")
     conn.exec_driver_sql("DROP FUNCTION IF EXISTS ohm_search_text(text, text)")
+
+
+def problems(conn: Any) -> list[str]:
+    """What ``doctor --full`` finds wrong with SQLite's search index (a raw connection): a
+    trigger missing (a copy of the event table dropped it), a conversation without its key,
+    or documents that do not match the searchable events one for one."""
+    found = []
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    missing = [n for n in TRIGGER_NAMES if n not in names]
+    if missing:
+        found.append(f"search: trigger(s) {', '.join(missing)} missing: new events are not indexed")
+    keyless = conn.execute("SELECT COUNT(*) FROM conversation WHERE search_key IS NULL").fetchone()[0]
+    if keyless:
+        found.append(f"search: {keyless} conversation(s) have no search_key: their events are not indexed")
+    events = conn.execute(f"SELECT COUNT(*) FROM event WHERE kind IN ({KIND_LIST})").fetchone()[0]
+    for t in (WORDS, GRAMS):
+        docs = conn.execute(f"SELECT COUNT(*) FROM {t}_docsize").fetchone()[0]
+        if docs != events:
+            found.append(f"search: {t} indexes {docs:,} events, but {events:,} are searchable")
+    return found

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from .. import database, sqlite_file
 from ..errors import MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation
+from . import search
 from .recorder import QueryResult, Recorder
 from .session import IntegrityViolation, Session
 
@@ -37,7 +38,7 @@ class SqliteSession(Session):
         if broken:
             tables = ", ".join(sorted({r[0] for r in broken}))
             problems.append(f"foreign keys: {len(broken)} row(s) point at missing rows (tables: {tables})")
-        return problems
+        return problems + search.problems(self.conn)
 
     def translate(self, error: Exception) -> None:
         if isinstance(error, sqlite3.IntegrityError):

@@ -1,0 +1,195 @@
+"""Recall: the full-text index kept with every write, and ``conv.search`` / ``conv.read``
+scoped to what was forgotten on the current branch, on both backends."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from openhands_memory import migrate
+from openhands_memory.condensers import LLMSummarizingCondenser
+from openhands_memory.conversation import EventStore
+from openhands_memory.conversation.recall import SearchError, snip
+from openhands_memory.database import Location
+from openhands_memory.errors import EventNotFound
+from openhands_memory.inspection import doctor
+from openhands_memory.searchable import text_of
+
+from . import factories as f
+
+ERROR = "KeyError: 'frobnicate_widget' in src/parser/config_loader.py line 42"
+
+
+def history(conv, steps: int = 40, error_at: int = 5) -> int:
+    """A task, then tool calls; the result of call ``error_at`` holds ERROR. Returns its id."""
+    conv.append_many([f.system(), f.user("Fix the failing parser test")])
+    at = -1
+    for i in range(steps):
+        text = f"Traceback (most recent call last):\n{ERROR}" if i == error_at else f"passed {i} checks"
+        seqs = conv.append_many([
+            f.action(f"r{i}", f"c{i}", args={"command": f"pytest tests/test_parser.py -k case{i}"}),
+            f.observation(f"c{i}", text),
+        ])
+        if i == error_at:
+            at = seqs[1]
+    return at
+
+
+def condensed(conv) -> None:
+    conv.step(LLMSummarizingCondenser(max_size=20, keep_first=2))
+
+
+@pytest.fixture
+def store(database_url):
+    with EventStore(database_url) as s:
+        yield s
+
+
+def test_a_forgotten_error_is_found_by_a_word_and_by_an_identifier_fragment(store):
+    conv = store.create_conversation("c")
+    at = history(conv)
+    condensed(conv)
+    assert at not in conv.view().seqs
+    for query in ("frobnicate_widget", "KeyError", "config_loade", "g_loader.py"):
+        hits = conv.search(query)
+        assert hits and hits[0].seq == at, query
+        hit = hits[0]
+        assert hit.kind == "ObservationEvent" and hit.tool == "terminal" and hit.hidden_by is not None
+        assert hit.match is not None and hit.snippet[hit.match[0]:hit.match[1]].lower() == query.lower()
+    assert conv.search("frobnicate_widget", scope="visible") == []
+    assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]
+    assert conv.search("frobnicate", tools=["browser"]) == []
+    assert conv.search("frobnicate", kinds=["ActionEvent"]) == []
+    assert [h.seq for h in conv.search("frobnicate", kinds=["ObservationEvent"])] == [at]
+
+
+def test_words_are_stemmed_and_ranked_newest_first_on_ties(store):
+    conv = store.create_conversation("c")
+    history(conv, 30)
+    condensed(conv)
+    hits = conv.search("checking", limit=5)  # stems as "checks" does
+    assert len(hits) == 5 and all("checks" in h.snippet for h in hits)
+    assert [h.seq for h in hits] == sorted((h.seq for h in hits), reverse=True)
+
+
+def test_search_never_returns_another_conversations_rows(store):
+    mine, other = store.create_conversation("mine"), store.create_conversation("other")
+    history(other)
+    history(mine, error_at=-1)  # no error here
+    condensed(mine)
+    condensed(other)
+    assert mine.search("frobnicate_widget", scope="all") == []
+    assert mine.search("frobnicate_widget") == []
+    assert other.search("frobnicate_widget")
+
+
+def test_search_keeps_to_the_branch(store):
+    conv = store.create_conversation("c")
+    history(conv, 10, error_at=-1)
+    fork_point = 9
+    conv.append(f.user(f"on the first branch: {ERROR}"))
+    conv.navigate(fork_point)
+    conv.append(f.user("another way"))
+    assert conv.search("frobnicate_widget", scope="all") == []
+    conv.navigate(len(conv) - 2)  # back to the first branch's leaf
+    assert conv.search("frobnicate_widget", scope="all")
+
+
+def test_read_gives_the_event_its_pair_and_neighbours(store):
+    conv = store.create_conversation("c")
+    at = history(conv)
+    condensed(conv)
+    got = conv.read(at, window=2)
+    assert ERROR in got.text and got.kind == "ObservationEvent" and not got.shown
+    assert got.pair == at - 1 and got.before == [at - 2, at - 1] and got.after == [at + 1, at + 2]
+    assert conv.read(at - 1).pair == at
+    short = conv.read(at, max_chars=40)
+    assert short.truncated and len(short.text) <= 40
+    with pytest.raises(EventNotFound):
+        conv.read(100_000)
+
+
+def test_bad_searches_say_why(store):
+    conv = store.create_conversation("c")
+    history(conv, 3)
+    with pytest.raises(SearchError, match="empty"):
+        conv.search("   ")
+    with pytest.raises(SearchError, match="scope"):
+        conv.search("ok", scope="everything")  # type: ignore[arg-type]
+    assert conv.search("a'b\"c") == []  # quotes and FTS syntax are words, not syntax
+
+
+def test_the_index_follows_deletes_forks_and_rewrites(store):
+    conv = store.create_conversation("c")
+    at = history(conv, 12)
+    copy = conv.fork(at=at, conversation_id="copy")
+    assert [h.seq for h in copy.search("frobnicate_widget", scope="all")] == [at]
+    store.delete_conversation("c")
+    assert [h.seq for h in copy.search("frobnicate_widget", scope="all")] == [at]
+    again = store.create_conversation("c")  # the same id, a new history: nothing of the old
+    history(again, 3, error_at=-1)
+    assert again.search("frobnicate_widget", scope="all") == []
+    assert doctor.check(store, full=True).healthy
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_search_returns_only_rows_of_its_conversation_branch_and_scope(tmp_path_factory, data):
+    """Property: whatever the histories, branches and condensations, every hit is an event of
+    the searching conversation, on its current path, in the scope asked, holding the word."""
+    with EventStore(tmp_path_factory.mktemp("recall") / "r.db") as store:
+        convs = [store.create_conversation(f"c{k}") for k in range(2)]
+        for conv in convs:
+            conv.append_many([f.system(), f.user("task")])
+        for _ in range(data.draw(st.integers(5, 30))):
+            conv = data.draw(st.sampled_from(convs))
+            op = data.draw(st.sampled_from(["pair", "pair", "user", "navigate", "condense"]))
+            if op == "pair":
+                n = len(conv)
+                word = data.draw(st.sampled_from(["alpha", "beta", "gamma_ray"]))
+                conv.append_many([f.action(f"r{uuid.uuid4()}", f"k{n}"), f.observation(f"k{n}", f"{word} {n}")])
+            elif op == "user":
+                conv.append(f.user(data.draw(st.sampled_from(["alpha", "delta"]))))
+            elif op == "navigate":
+                conv.navigate(data.draw(st.integers(1, len(conv) - 1)))
+            else:
+                conv.step(LLMSummarizingCondenser(max_size=8, keep_first=2))
+        for conv in convs:
+            view = conv.view()
+            path = view.path if view.path is not None else [(0, view.upto)]
+            for scope in ("forgotten", "visible", "all"):
+                for word in ("alpha", "gamma_ray", "amma_r"):
+                    for hit in conv.search(word, limit=50, scope=scope):
+                        assert any(s <= hit.seq <= e for s, e in path) and hit.seq <= view.upto
+                        event = conv.get(hit.seq)
+                        assert word.lower() in text_of(event.to_json()).lower()
+                        shown = any(s <= hit.seq <= e for s, e in view.intervals)
+                        assert scope == "all" or shown == (scope == "visible")
+
+
+def test_an_existing_file_is_indexed_by_the_migration_with_progress(tmp_path):
+    path = tmp_path / "old.db"
+    location = Location.parse(path)
+    with EventStore(path) as store:
+        at = history(store.create_conversation("c"), 30)
+    migrate.apply(location, "0007", backwards=True)
+    seen: list[tuple[int, int]] = []
+    migrate.progress = lambda done, total: seen.append((done, total))
+    try:
+        migrate.apply(location, "0008")
+    finally:
+        migrate.progress = None
+    assert seen and seen[-1][0] == seen[-1][1] > 0
+    with EventStore(path) as store:
+        assert [h.seq for h in store.conversation("c").search("frobnicate_widget", scope="all")] == [at]
+        assert doctor.check(store, full=True).healthy
+
+
+def test_snippets_mark_the_match_on_one_line():
+    text = "line one\n" + "x" * 300 + " KeyError: boom " + "y" * 300
+    piece, (a, b) = snip(text, "keyerror", ["keyerror"], width=60)  # type: ignore[misc]
+    assert len(piece) == 60 and "\n" not in piece and piece[a:b] == "KeyError"
+    assert snip("nothing here", "zzz", ["zzz"]) == ("nothing here", None)
