@@ -204,7 +204,20 @@ def pinned_steps(store: EventStore) -> None:
     conv.view()
 
 
-WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written, branch_steps, pinned_steps]
+def searches(store: EventStore) -> None:
+    """Recall: a word and a fragment in each scope, filtered, and a read (recall.py)."""
+    conv = store.conversation("sdk")
+    for scope in ("forgotten", "visible", "all"):
+        conv.search("error", scope=scope)
+        conv.search("plan-c1", scope=scope)
+    conv.search("output", kinds=["ObservationEvent"], tools=["terminal"], after="2000-01-01")
+    hits = conv.search("output", scope="all")
+    if hits:
+        conv.read(hits[0].seq)
+
+
+WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written, branch_steps, pinned_steps,
+        searches]
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
@@ -299,6 +312,8 @@ EXPECTED_INDEX = {
     "parent_seq IS NOT NULL AND id <=": "ix_event_jump",
     "kind = 'PinEvent'": "ix_event_pin",
 }
+# PostgreSQL's search reads its GIN indexes (SQLite's, its FTS5 tables: no plan to check).
+PG_EXPECTED_INDEX = {"@@": "ix_event_words", "ILIKE": "ix_event_grams"}
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
@@ -387,7 +402,7 @@ def test_postgres_hot_statements_use_indexes(pg_file, work, postgres_database_fa
             finally:
                 conn.execute("ROLLBACK")
             assert not pg_bad_nodes(sql, plan["Plan"]), f"{sql}\n  plan: {plan['Plan']}"
-            for needle, index in EXPECTED_INDEX.items():
+            for needle, index in {**EXPECTED_INDEX, **PG_EXPECTED_INDEX}.items():
                 if needle in sql:
                     assert index in json.dumps(plan), (sql, index, plan["Plan"])
             checked += 1

@@ -39,9 +39,11 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "pin": ("commands_pins", "pin", "Condensing", "Pin an event, so that condensing never loses it."),
     "unpin": ("commands_pins", "unpin", "Condensing", "Unpin an event: condensations may forget it again."),
     "pins": ("commands_pins", "pins", "Condensing", "The pins in force, and how the view shows each."),
+    "search": ("commands_recall", "search", "Recall", "Find events a condensation hid (--all: any event)."),
+    "show": ("commands_recall", "show", "Recall", "Read one event in full, with the ids around it."),
     "demo": ("commands_demo", "demo", "Try it", "Build a demo database from a bundled agent session."),
 }
-SECTIONS = ("Database", "Events", "Branches", "Condensing", "Try it")
+SECTIONS = ("Database", "Events", "Branches", "Condensing", "Recall", "Try it")
 
 EPILOG = """\
 Examples:
@@ -52,6 +54,7 @@ Examples:
   openhands-memory import agent.db ~/.openhands/conversations/<id>
   openhands-memory condense agent.db <id> --dry-run
   openhands-memory pin agent.db <id> 12 --mode reinject --label plan
+  openhands-memory search agent.db <id> "KeyError"
   openhands-memory sql agent.db "SELECT kind, COUNT(*) FROM event GROUP BY 1"
 
 Conversation ids may be shortened to any unique prefix.

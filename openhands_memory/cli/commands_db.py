@@ -9,7 +9,7 @@ import click
 
 from . import output_format
 from .opening import is_url, open_reader, shown, writing_store
-from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number
+from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number, progress_bar
 
 # --- init ------------------------------------------------------------------------------------
 
@@ -134,6 +134,8 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_js
         click.echo("dry run: nothing was written")
         return
     backup = database_backup(location.path, current) if location.path is not None else None
+    update, finish = progress_bar("indexing events for search")  # revision 0008's backfill
+    m.progress = update
     try:
         m.apply(location, revision, backwards=downgrade)  # type: ignore[arg-type]
     except StorageFault as e:  # a full disk or a read-only place: the message says what became of it
@@ -151,6 +153,10 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_js
             f"{shown(db)}: {verb} {current} -> {revision} failed ({detail}); the database's "
             f"revision mark ({current}) may disagree with its tables; nothing was changed"
         ) from None
+    finally:
+        m.progress = None
+        if finish is not None:
+            finish()
     after = revision_of(location)[1]
     outcome.update(to=after, backup=str(backup) if backup is not None else None)
     if as_json:

@@ -5,38 +5,16 @@ what can be repaired, in one transaction. The checks and repairs are the library
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..inspection import doctor as checks
 from . import output_format
 from .opening import open_reader, open_store, shown
-from .output import echo_json
-
-
-def _progress(label: str):
-    """A progress bar on stderr when it is a terminal, over the conversations checked."""
-    if not sys.stderr.isatty():
-        return None, None
-    state: dict = {}
-
-    def update(done: int, total: int) -> None:
-        bar = state.get("bar")
-        if bar is None:
-            bar = state["bar"] = click.progressbar(length=total, label=label, file=sys.stderr)
-            bar.__enter__()
-        bar.update(done - bar.pos)
-
-    def finish() -> None:
-        if "bar" in state:
-            state["bar"].__exit__(None, None, None)
-
-    return update, finish
+from .output import echo_json, progress_bar
 
 
 def run_check(store, full: bool, min_age: float) -> checks.Report:
-    update, finish = _progress("checking" + (" everything" if full else ""))
+    update, finish = progress_bar("checking" + (" everything" if full else ""))
     try:
         return checks.check(store, full=full, progress=update, min_age=min_age)
     finally:

@@ -167,3 +167,24 @@ def note(text: str) -> None:
 def id_runs(ids: Iterable[int]) -> str:
     """``[1, 2, 3, 7, 9, 10]`` -> ``"1..3, 7, 9..10"``."""
     return ranges.text(ids)
+
+
+def progress_bar(label: str):
+    """(update(done, total), finish()): a progress bar on stderr when it is a terminal, else
+    (None, None)."""
+    if not sys.stderr.isatty():
+        return None, None
+    state: dict = {}
+
+    def update(done: int, total: int) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = click.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    def finish() -> None:
+        if "bar" in state:
+            state["bar"].__exit__(None, None, None)
+
+    return update, finish

@@ -8,6 +8,10 @@ Install with ``pip install "openhands-memory[openhands]"`` (Python >= 3.12, as t
   with the conversation, and an SDK resume reads them back.
 * ``SDKCondenser``: an SDK condenser that runs any of this library's strategies, built from
   OpenHands TOML (``SDKCondenser.from_toml``) or from a condenser object.
+* ``recall_search`` / ``recall_read``: SDK tools (registered on import) with which the agent
+  searches what its condensations hid and reads an event back, in its own conversation:
+  ``Agent(tools=[Tool(name="recall_search"), Tool(name="recall_read")])``, or
+  ``recall_agent_tools()``; ``RECALL_PROMPT`` says when to use them (see ``recall_tools.py``).
 """
 
 from __future__ import annotations
@@ -29,5 +33,18 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from .condenser import SDKCondenser
 from .file_store import DatabaseFileStore
+from .recall_tools import (
+    RECALL_PROMPT,
+    RecallReadAction,
+    RecallReadObservation,
+    RecallReadTool,
+    RecallSearchAction,
+    RecallSearchObservation,
+    RecallSearchTool,
+    recall_agent_tools,
+)
 
-__all__ = ["DatabaseFileStore", "SDKCondenser"]
+__all__ = [
+    "RECALL_PROMPT", "DatabaseFileStore", "RecallReadAction", "RecallReadObservation", "RecallReadTool",
+    "RecallSearchAction", "RecallSearchObservation", "RecallSearchTool", "SDKCondenser", "recall_agent_tools",
+]
