@@ -23,8 +23,8 @@ def _url() -> str:
 
 def _include_name(name, type_, parent_names) -> bool:
     """The search index (revision 0008, storage/search.py) is not in the SQLModel metadata:
-    SQLite's FTS5 tables (and their shadow tables), PostgreSQL's expression indexes."""
-    if type_ == "table" and name and name.startswith(("event_words", "event_grams")):
+    SQLite's FTS5 tables (and their shadow tables) and queue, PostgreSQL's expression indexes."""
+    if type_ == "table" and name and name.startswith(("event_words", "event_grams", "search_pending")):
         return False
     return not (type_ == "index" and name in ("ix_event_words", "ix_event_grams"))
 

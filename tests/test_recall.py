@@ -193,3 +193,21 @@ def test_snippets_mark_the_match_on_one_line():
     piece, (a, b) = snip(text, "keyerror", ["keyerror"], width=60)  # type: ignore[misc]
     assert len(piece) == 60 and "\n" not in piece and piece[a:b] == "KeyError"
     assert snip("nothing here", "zzz", ["zzz"]) == ("nothing here", None)
+
+
+def test_events_wait_in_a_queue_and_are_found_before_and_after_it_flushes(store):
+    """SQLite indexes events in batches (storage/search.FLUSH_AT): a search finds an event
+    whether it still waits or went into the FTS5 tables, and doctor counts both."""
+    from openhands_memory.storage import search as index
+
+    conv = store.create_conversation("c")
+    at = history(conv, 6)
+    assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]  # waiting
+    history(conv, index.FLUSH_AT, error_at=-1)  # enough to flush the queue
+    assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]  # indexed
+    assert [h.seq for h in conv.search("config_loade", scope="all")] == [at]
+    last = conv.append(f.user("a late KeyError: zyzzyva_overflow"))
+    assert [h.seq for h in conv.search("zyzzyva_overflow", scope="all")] == [last]
+    assert last in [h.seq for h in conv.search("KeyErrors", scope="all", limit=3)]  # stemmed in the queue
+    # (the two histories reuse tool call ids, which doctor rightly names; the index is whole)
+    assert [p for p in doctor.check(store, full=True).problems if p.check == "search"] == []

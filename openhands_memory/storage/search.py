@@ -1,11 +1,17 @@
 """The full-text index of events' text (revision 0008; the rule: ``searchable.py``).
 
-SQLite: two contentless FTS5 tables kept by triggers on ``event``:
+SQLite: two contentless FTS5 tables kept by triggers on ``event``, through a queue:
 
 * ``event_words``: porter stemming over unicode61 (diacritics folded), ranked by bm25;
 * ``event_grams``: trigrams with ``detail=none`` (no positions: a quarter of the size of a
   full trigram index), so a fragment matches as the AND of its trigrams and is then confirmed
   against the text (``instr``), which a few candidates cost nothing.
+
+A new event waits in ``search_pending`` (its document id, conversation and id), and every
+``FLUSH_AT`` events the queue goes into both tables at once, in the transaction that filled
+it: FTS5 writes a segment for each transaction, which for single appends was most of their
+cost. A search reads the queue too, matching each word as a substring of the text (the
+queue holds a conversation's newest events, so it is short, and seldom forgotten).
 
 A document's id is ``conversation.search_key << 32 | event.id``: a conversation's events are
 one range of ids (a search never reads another conversation's), newest last, so that
@@ -57,53 +63,74 @@ def _doc(row: str) -> str:
 
 WORDS = "event_words"
 GRAMS = "event_grams"
+PENDING = "search_pending"
+#: Events wait in ``search_pending`` until this many have, then go into the FTS5 tables in
+#: one batch: FTS5 writes a segment per transaction, and one per appended event cost 1.5 ms.
+FLUSH_AT = 128
 TABLES = (
     f"CREATE VIRTUAL TABLE {WORDS} USING fts5(body, content='', "
     "tokenize='porter unicode61 remove_diacritics 2')",
     f"CREATE VIRTUAL TABLE {GRAMS} USING fts5(body, content='', tokenize='trigram', detail='none')",
+    f"CREATE TABLE {PENDING} (doc INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, seq INTEGER NOT NULL)",
 )
 
 
-def _index(row: str) -> str:
-    return "".join(
-        f"INSERT INTO {t}(rowid, body) VALUES ({_doc(row)}, {sqlite_text(row + '.payload')}); "
-        for t in (WORDS, GRAMS)
-    )
+def stem(term: str) -> str:
+    """What a word of a query must hold of an event's text in the queue, where FTS5 cannot
+    stem it: the word less a common English ending ("checking", "checked", "checks": "check")."""
+    word = term.lower()
+    for ending in ("ing", "ed", "es", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
 
 
-def _unindex(row: str) -> str:
+def _pending(row: str) -> str:
+    return f"EXISTS (SELECT 1 FROM {PENDING} WHERE doc = {_doc(row)})"
+
+
+def _unindex(row: str, when: str) -> str:
+    """Statements taking ``row`` out of the index (its pending entry, or its documents)."""
     return "".join(
-        f"INSERT INTO {t}({t}, rowid, body) VALUES ('delete', {_doc(row)}, {sqlite_text(row + '.payload')}); "
+        f"INSERT INTO {t}({t}, rowid, body) SELECT 'delete', {_doc(row)}, {sqlite_text(row + '.payload')} "
+        f"WHERE {when} AND NOT {_pending(row)}; "
         for t in (WORDS, GRAMS)
-    )
+    ) + f"DELETE FROM {PENDING} WHERE doc = {_doc(row)}; "
+
+
+def _queue(row: str, when: str = "1") -> str:
+    return (f"INSERT INTO {PENDING}(doc, conversation_id, seq) SELECT {_doc(row)}, {row}.conversation_id, "
+            f"{row}.id WHERE {when}; ")
 
 
 _LIVE = "EXISTS (SELECT 1 FROM conversation WHERE id = {row}.conversation_id)"
+_FLUSH = "".join(
+    f"INSERT INTO {t}(rowid, body) SELECT p.doc, {sqlite_text('e.payload')} FROM {PENDING} p "
+    "JOIN event e ON e.conversation_id = p.conversation_id AND e.id = p.seq; "
+    for t in (WORDS, GRAMS)
+) + f"DELETE FROM {PENDING}; "
 TRIGGERS = (
     f"CREATE TRIGGER event_search_insert AFTER INSERT ON event WHEN new.kind IN ({KIND_LIST}) "
-    f"BEGIN {_index('new')}END",
+    f"BEGIN {_queue('new')}END",
+    f"CREATE TRIGGER search_pending_flush AFTER INSERT ON {PENDING} "
+    f"WHEN (SELECT COUNT(*) FROM {PENDING}) >= {FLUSH_AT} BEGIN {_FLUSH}END",
     # A conversation's cascade deletes its events after its row: its own trigger unindexes them.
     f"CREATE TRIGGER event_search_delete AFTER DELETE ON event WHEN old.kind IN ({KIND_LIST}) "
-    f"AND {_LIVE.format(row='old')} BEGIN {_unindex('old')}END",
+    f"AND {_LIVE.format(row='old')} BEGIN {_unindex('old', '1')}END",
     f"CREATE TRIGGER event_search_update AFTER UPDATE OF kind, payload ON event "
     f"WHEN old.kind IN ({KIND_LIST}) OR new.kind IN ({KIND_LIST}) BEGIN "
-    + "".join(
-        f"INSERT INTO {t}({t}, rowid, body) SELECT 'delete', {_doc('old')}, {sqlite_text('old.payload')} "
-        f"WHERE old.kind IN ({KIND_LIST}); "
-        f"INSERT INTO {t}(rowid, body) SELECT {_doc('new')}, {sqlite_text('new.payload')} "
-        f"WHERE new.kind IN ({KIND_LIST}); "
-        for t in (WORDS, GRAMS)
-    )
-    + "END",
+    f"{_unindex('old', f'old.kind IN ({KIND_LIST})')}{_queue('new', f'new.kind IN ({KIND_LIST})')}END",
     "CREATE TRIGGER conversation_search_delete BEFORE DELETE ON conversation BEGIN "
     + "".join(
         f"INSERT INTO {t}({t}, rowid, body) SELECT 'delete', (old.search_key << {SHIFT}) | e.id, "
-        f"{sqlite_text('e.payload')} FROM event e WHERE e.conversation_id = old.id AND e.kind IN ({KIND_LIST}); "
+        f"{sqlite_text('e.payload')} FROM event e WHERE e.conversation_id = old.id AND e.kind IN ({KIND_LIST}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {PENDING} WHERE doc = (old.search_key << {SHIFT}) | e.id); "
         for t in (WORDS, GRAMS)
     )
-    + "END",
+    + f"DELETE FROM {PENDING} WHERE conversation_id = old.id; END",
 )
-TRIGGER_NAMES = ("event_search_insert", "event_search_delete", "event_search_update", "conversation_search_delete")
+TRIGGER_NAMES = ("event_search_insert", "search_pending_flush", "event_search_delete", "event_search_update",
+                 "conversation_search_delete")
 
 Progress = Callable[[int, int], None]  # (done, total)
 
@@ -143,7 +170,7 @@ def create_sqlite(conn: Any, progress: Progress | None = None) -> None:
 def drop_sqlite(conn: Any) -> None:
     for name in TRIGGER_NAMES:
         conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
-    for t in (WORDS, GRAMS):
+    for t in (WORDS, GRAMS, PENDING):
         conn.exec_driver_sql(f"DROP TABLE IF EXISTS {t}")
 
 
@@ -200,8 +227,9 @@ def problems(conn: Any) -> list[str]:
     if keyless:
         found.append(f"search: {keyless} conversation(s) have no search_key: their events are not indexed")
     events = conn.execute(f"SELECT COUNT(*) FROM event WHERE kind IN ({KIND_LIST})").fetchone()[0]
+    pending = conn.execute(f"SELECT COUNT(*) FROM {PENDING}").fetchone()[0]
     for t in (WORDS, GRAMS):
         docs = conn.execute(f"SELECT COUNT(*) FROM {t}_docsize").fetchone()[0]
-        if docs != events:
-            found.append(f"search: {t} indexes {docs:,} events, but {events:,} are searchable")
+        if docs + pending != events:
+            found.append(f"search: {t} indexes {docs:,} events and {pending:,} wait, but {events:,} are searchable")
     return found

@@ -392,12 +392,26 @@ class Session(InspectionQueries):
             return []
         words = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
         where, params = self._search_filters(filters)
-        return [(s, -score) for s, score in self.all(
+        found = [(s, -score) for s, score in self.all(
             f"SELECT event_words.rowid & {search.MASK}, bm25(event_words) FROM event_words "
             f"JOIN event e ON e.conversation_id = ? AND e.id = event_words.rowid & {search.MASK} "
             f"WHERE event_words MATCH ? AND event_words.rowid BETWEEN ? AND ?{where} "
             f"ORDER BY event_words.rowid DESC LIMIT {int(limit)}",
             (cid, words, key << search.SHIFT, (key << search.SHIFT) | upto, *params),
+        )]
+        queued = [(s, 0.0) for s in self._pending_matches(cid, [search.stem(t) for t in terms], upto, filters)]
+        return sorted(queued + found, reverse=True)[:limit] if queued else found
+
+    def _pending_matches(self, cid: str, needles: Sequence[str], upto: int, filters: SearchFilters) -> list[int]:
+        """Ids of the events waiting in the index's queue whose text holds every needle (any
+        case): the newest events, not in the FTS5 tables yet (storage/search.py)."""
+        where, params = self._search_filters(filters)
+        holds = " AND ".join("instr(t, lower(?)) > 0" for _ in needles)
+        return [s for (s,) in self.all(
+            f"SELECT seq FROM (SELECT p.seq, lower({search.sqlite_text('e.payload')}) AS t FROM {search.PENDING} p "
+            "JOIN event e ON e.conversation_id = p.conversation_id AND e.id = p.seq "
+            f"WHERE p.conversation_id = ? AND p.seq <= ?{where}) WHERE {holds} ORDER BY seq DESC",
+            (cid, upto, *params, *needles),
         )]
 
     def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
@@ -409,7 +423,7 @@ class Session(InspectionQueries):
             return []
         grams = " ".join('"' + fragment[i:i + 3].replace('"', '""') + '"' for i in range(len(fragment) - 2))
         where, params = self._search_filters(filters)
-        return [s for (s,) in self.all(
+        found = [s for (s,) in self.all(
             f"SELECT event_grams.rowid & {search.MASK} FROM event_grams "
             f"JOIN event e ON e.conversation_id = ? AND e.id = event_grams.rowid & {search.MASK} "
             f"WHERE event_grams MATCH ? AND event_grams.rowid BETWEEN ? AND ?{where} "
@@ -417,6 +431,8 @@ class Session(InspectionQueries):
             f"ORDER BY event_grams.rowid DESC LIMIT {int(limit)}",
             (cid, grams, key << search.SHIFT, (key << search.SHIFT) | upto, *params, fragment),
         )]
+        queued = self._pending_matches(cid, [fragment], upto, filters)
+        return sorted(queued + found, reverse=True)[:limit] if queued else found
 
     def event_rows(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str | None, str, str]]:
         """(id, kind, tool_name, timestamp, payload) of the events with these ids."""
