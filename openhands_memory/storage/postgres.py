@@ -257,13 +257,15 @@ class PostgresSession(Session):
         where, params = self._search_filters(filters)
         # MATERIALIZED: the matches come from the GIN index, never from walking the
         # conversation's rows newest first and spelling each one's text.
+        # Ranked only once cut to the newest ``limit``: ts_rank spells each row's text again.
         return [(s, float(r)) for s, r in self.all(
             f"WITH q AS (SELECT plainto_tsquery('english', ?) AS q), "
-            f"m AS MATERIALIZED (SELECT e.id, ts_rank({search.PG_VECTOR_OF.format(e='e')}, q.q) AS r "
-            f"FROM event e, q WHERE e.conversation_id = ? AND e.{search.PG_WHERE} "
-            f"AND {search.PG_VECTOR_OF.format(e='e')} @@ q.q AND e.id <= ?{where}) "
-            f"SELECT id, r FROM m ORDER BY id DESC LIMIT {int(limit)}",
-            (" ".join(terms), cid, upto, *params),
+            f"m AS MATERIALIZED (SELECT e.id FROM event e, q WHERE e.conversation_id = ? AND e.{search.PG_WHERE} "
+            f"AND {search.PG_VECTOR_OF.format(e='e')} @@ q.q AND e.id <= ?{where}), "
+            f"top AS (SELECT id FROM m ORDER BY id DESC LIMIT {int(limit)}) "
+            f"SELECT e.id, ts_rank({search.PG_VECTOR_OF.format(e='e')}, q.q) FROM top "
+            "JOIN event e ON e.conversation_id = ? AND e.id = top.id, q ORDER BY e.id DESC",
+            (" ".join(terms), cid, upto, *params, cid),
         )]
 
     def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
