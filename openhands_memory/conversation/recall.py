@@ -2,7 +2,8 @@
 
 Two lists are asked of the index (``storage/search.py``): events having every word of the
 query (stemmed, ranked by bm25 among the newest matches), and events holding the query as a
-substring (trigrams: identifiers, paths, error fragments). They are fused by reciprocal rank
+substring (trigrams: identifiers, paths, error fragments; not asked for a single plain word
+the first list already answered in full). They are fused by reciprocal rank
 (``1 / (60 + rank)`` summed over the lists), ties going to the newer event. Each list reads
 the newest matches first, a page at a time, and stops once enough hits are in scope:
 
@@ -121,6 +122,11 @@ def search(
     page = limit * PAGE_FACTOR
     for name in ranked:
         below, found = view.upto, ranked[name]
+        if name == "substring" and len(ranked["words"]) >= limit and re.fullmatch(r"[^\W_]+", query):
+            # One plain word the word list already answered in full: every substring match
+            # of it is a word match too, save ones in longer words, and reading them costs the
+            # most (a trigram index must be confirmed against each candidate's text).
+            break
         for _ in range(MAX_PAGES):
             if below < 0:
                 break
