@@ -46,12 +46,6 @@ class Pin(NamedTuple):
     group: str | None = None
     rule: str | None = None
 
-    def describe(self) -> str:
-        extra = [f"group {self.group}"] if self.group else []
-        extra += [f"rule {self.rule}"] if self.rule else []
-        name = f" {self.label!r}" if self.label else ""
-        return f"#{self.seq} {self.mode}{name}" + (f" ({', '.join(extra)})" if extra else "")
-
 
 @dataclass(frozen=True)
 class Pins:
