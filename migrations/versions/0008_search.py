@@ -17,7 +17,8 @@ kinds. The index is kept in the transaction that writes the events, by the datab
   ``sqlite3`` shell included, keeps the index right.
 * PostgreSQL: ``ohm_search_text(kind, payload)``, an immutable function spelling the same
   text, and two GIN expression indexes on ``event``: ``to_tsvector('english', ...)`` and
-  ``pg_trgm``'s trigrams (the extension is created when missing).
+  ``pg_trgm``'s trigrams, each with the event id first (``btree_gin``: a search reads windows of
+  the newest ids); the extensions are created when missing.
 
 ``conversation.search_key`` numbers conversations for the SQLite document ids (PostgreSQL has
 the column too, so that the tables are the same, and leaves it NULL for new conversations). The backfill of an existing file reports its

@@ -250,22 +250,37 @@ class PostgresSession(Session):
 
     # --- search: GIN expression indexes on event (storage/search.py) -----------------------
 
+    def _windows(self, select: str, params: Sequence[Any], upto: int, limit: int) -> list[tuple]:
+        """Rows of ``select`` (a statement ending in an id window, ``BETWEEN ? AND ?``) over
+        windows of the newest ids, each twice as wide as the one before, until ``limit``."""
+        found: list[tuple] = []
+        hi, width = upto, search.PG_WINDOW
+        while hi >= 0 and len(found) < limit:
+            lo = max(0, hi - width + 1)
+            found += self.all(f"{select} ORDER BY id DESC LIMIT {int(limit - len(found))}", (*params, lo, hi))
+            hi, width = lo - 1, width * 2
+        return found
+
     def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,
                      filters: SearchFilters) -> list[tuple[int, float]]:
         if not terms:
             return []
         where, params = self._search_filters(filters)
-        # MATERIALIZED: the matches come from the GIN index, never from walking the
-        # conversation's rows newest first and spelling each one's text.
-        # Ranked only once cut to the newest ``limit``: ts_rank spells each row's text again.
+        # MATERIALIZED: the matches come from the GIN index (the id window cut inside it),
+        # never from walking the conversation's rows and spelling each one's text.
+        ids = [r[0] for r in self._windows(
+            f"WITH m AS MATERIALIZED (SELECT e.id FROM event e WHERE e.conversation_id = ? AND e.{search.PG_WHERE} "
+            f"AND {search.PG_VECTOR_OF.format(e='e')} @@ plainto_tsquery('english', ?){where} "
+            "AND e.id BETWEEN ? AND ?) SELECT id FROM m",
+            (cid, " ".join(terms), *params), upto, limit,
+        )]
+        if not ids:
+            return []
+        # Ranked only once found: ts_rank spells each row's text again.
         return [(s, float(r)) for s, r in self.all(
-            f"WITH q AS (SELECT plainto_tsquery('english', ?) AS q), "
-            f"m AS MATERIALIZED (SELECT e.id FROM event e, q WHERE e.conversation_id = ? AND e.{search.PG_WHERE} "
-            f"AND {search.PG_VECTOR_OF.format(e='e')} @@ q.q AND e.id <= ?{where}), "
-            f"top AS (SELECT id FROM m ORDER BY id DESC LIMIT {int(limit)}) "
-            f"SELECT e.id, ts_rank({search.PG_VECTOR_OF.format(e='e')}, q.q) FROM top "
-            "JOIN event e ON e.conversation_id = ? AND e.id = top.id, q ORDER BY e.id DESC",
-            (" ".join(terms), cid, upto, *params, cid),
+            f"SELECT e.id, ts_rank({search.PG_VECTOR_OF.format(e='e')}, plainto_tsquery('english', ?)) FROM event e "
+            f"WHERE e.conversation_id = ? AND e.id IN ({', '.join('?' for _ in ids)}) ORDER BY e.id DESC",
+            (" ".join(terms), cid, *ids),
         )]
 
     def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
@@ -274,11 +289,11 @@ class PostgresSession(Session):
             return []
         where, params = self._search_filters(filters)
         pattern = "%" + fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        return [s for (s,) in self.all(
+        return [r[0] for r in self._windows(
             f"WITH m AS MATERIALIZED (SELECT e.id FROM event e WHERE e.conversation_id = ? "
-            f"AND e.{search.PG_WHERE} AND {search.PG_TEXT_OF.format(e='e')} ILIKE ? AND e.id <= ?{where}) "
-            f"SELECT id FROM m ORDER BY id DESC LIMIT {int(limit)}",
-            (cid, pattern, upto, *params),
+            f"AND e.{search.PG_WHERE} AND {search.PG_TEXT_OF.format(e='e')} ILIKE ?{where} "
+            "AND e.id BETWEEN ? AND ?) SELECT id FROM m",
+            (cid, pattern, *params), upto, limit,
         )]
 
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
