@@ -252,13 +252,13 @@ class PostgresSession(Session):
 
     def _windows(self, select: str, params: Sequence[Any], upto: int, limit: int) -> list[tuple]:
         """Rows of ``select`` (a statement ending in an id window, ``BETWEEN ? AND ?``) over
-        windows of the newest ids, each twice as wide as the one before, until ``limit``."""
+        windows of the newest ids, each four times as wide as the one before, until ``limit``."""
         found: list[tuple] = []
         hi, width = upto, search.PG_WINDOW
         while hi >= 0 and len(found) < limit:
             lo = max(0, hi - width + 1)
             found += self.all(f"{select} ORDER BY id DESC LIMIT {int(limit - len(found))}", (*params, lo, hi))
-            hi, width = lo - 1, width * 2
+            hi, width = lo - 1, width * 4
         return found
 
     def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,
