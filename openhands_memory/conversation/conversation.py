@@ -286,14 +286,15 @@ class Conversation:
         ``[[condenser.pins]]``: ``condense`` applies them itself). Returns the pin events' ids."""
         if not rules:
             return []
+        rules = tuple(rules)
         view = self.view()
         since = self._ruled_upto if self._ruled_rules == rules else -1
         made = rule_pins(rules, view.events, view.pins, since)
-        self._ruled_rules, self._ruled_upto = tuple(rules), view.upto
-        if not made:
-            return []
         requests = [PinRequest(_seq_of(view, p.event_id), p.mode, p.label, p.group, p.rule) for p in made]  # type: ignore[arg-type]
-        return self.pin_many(requests, budget=budget, counter=counter)
+        seqs = self.pin_many(requests, budget=budget, counter=counter)
+        # Judged only once pinned: a refused pin (the budget) is judged again next time.
+        self._ruled_rules, self._ruled_upto = rules, view.upto
+        return seqs
 
     # --- recall (recall.py) ----------------------------------------------------------------
 
