@@ -97,7 +97,7 @@ def check_budget(db: Session, cid: str, pins: Pins, events: dict[int, Event], bu
     """Refuse pins whose events take more than ``budget`` tokens, naming them."""
     counter = counter or CharEstimate()
     missing = [p.seq for p in pins if p.seq not in events]
-    for seq, _, kind, payload in db.payloads(cid, missing) if missing else []:
+    for seq, _, kind, _, _, payload in db.event_rows(cid, missing) if missing else []:
         events[seq] = decode(kind, payload, seq)
     sizes = [(p.seq, count_event(counter, events[p.seq])) for p in pins if p.seq in events]
     total = sum(n for _, n in sizes)

@@ -150,7 +150,7 @@ def search(
     rows = {r[0]: r for r in db.event_rows(cid, best)}
     hits = []
     for s in best:
-        _, kind, tool, timestamp, payload = rows[s]
+        _, _, kind, tool, timestamp, payload = rows[s]
         snippet, match = snip(text_of(payload), query, terms)
         hits.append(Hit(
             s, kind, tool, timestamp, snippet, match, round(fused[s], 6),
@@ -188,7 +188,7 @@ def read(db: Session, cid: str, view: "View", seq: int, *, window: int = 2, max_
         if db.event(cid, seq) is None:
             raise EventNotFound(cid, seq)
         raise SearchError(f"event {seq} is not on the current branch (HEAD is {view.upto})")
-    (_, kind, tool, timestamp, payload), = db.event_rows(cid, [seq])
+    (_, _, kind, tool, timestamp, payload), = db.event_rows(cid, [seq])
     event = decode(kind, payload, seq)
     text = describe(event)
     pair = None

@@ -177,8 +177,8 @@ class Statements(Protocol):
         """Ids of the newest events up to ``upto`` whose text holds ``fragment``."""
         ...
 
-    def event_rows(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str | None, str, str]]:
-        """(id, kind, tool_name, timestamp, payload) of the events with these ids."""
+    def event_rows(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str, str | None, str, str]]:
+        """(id, uid, kind, tool_name, timestamp, payload) of the events with these ids."""
         ...
 
     def hidden_by(self, cid: str, seq: int) -> int | None:
@@ -189,9 +189,6 @@ class Statements(Protocol):
         """Ids near ``seq`` holding tool call ``call_id``."""
         ...
 
-    def payloads(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str, str]]:
-        """(id, uid, kind, payload) of the events with these ids."""
-        ...
 
     def view_tail(
         self, cid: str, intervals: Sequence[Run], upto: int

@@ -434,17 +434,6 @@ class Session(InspectionQueries):
         queued = self._pending_matches(cid, [fragment], upto, filters)
         return sorted(queued + found, reverse=True)[:limit] if queued else found
 
-    def event_rows(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str | None, str, str]]:
-        """(id, kind, tool_name, timestamp, payload) of the events with these ids."""
-        found: list[tuple[int, str, str | None, str, str]] = []
-        for chunk in chunks(sorted(set(seqs)), 500):
-            found += self.all(
-                "SELECT id, kind, tool_name, timestamp, payload FROM event WHERE conversation_id = ? "
-                f"AND id IN ({', '.join('?' for _ in chunk)}) ORDER BY id",
-                (cid, *chunk),
-            )
-        return found
-
     def hidden_by(self, cid: str, seq: int) -> int | None:
         """The condensation whose live hidden run holds ``seq`` (ix_hidden_run_live)."""
         row = self.execute(
@@ -462,12 +451,12 @@ class Session(InspectionQueries):
             (cid, seq - span, seq + span, call_id, seq),
         )]
 
-    def payloads(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str, str]]:
-        """(id, uid, kind, payload) of the events with these ids."""
-        found: list[tuple[int, str, str, str]] = []
+    def event_rows(self, cid: str, seqs: Sequence[int]) -> list[tuple[int, str, str, str | None, str, str]]:
+        """(id, uid, kind, tool_name, timestamp, payload) of the events with these ids."""
+        found: list[tuple[int, str, str, str | None, str, str]] = []
         for chunk in chunks(sorted(set(seqs)), 500):
             found += self.all(
-                f"SELECT id, uid, kind, payload FROM event WHERE conversation_id = ? "
+                "SELECT id, uid, kind, tool_name, timestamp, payload FROM event WHERE conversation_id = ? "
                 f"AND id IN ({', '.join('?' for _ in chunk)}) ORDER BY id",
                 (cid, *chunk),
             )

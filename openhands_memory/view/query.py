@@ -170,7 +170,7 @@ def load_pins(db: Session, data: ViewData, pin_rows: list[tuple[int, str]], path
     are not in view."""
     data.pins, data.pinned = _fold_pins(db, data.conversation_id, pin_rows, path, data.upto, data.events)
     missing = [p.seq for p in data.pins if p.seq not in data.events and p.seq not in data.pinned]
-    for seq, _, kind, payload in db.payloads(data.conversation_id, missing) if missing else []:
+    for seq, _, kind, _, _, payload in db.event_rows(data.conversation_id, missing) if missing else []:
         data.pinned[seq] = decode(kind, payload, seq)
 
 
@@ -208,7 +208,7 @@ def _fold_pins(db: Session, cid: str, pin_rows: list[tuple[int, str]], path: lis
         elif shown is None:
             hinted[hint] = uid
     read: dict[int, Event] = {}
-    for seq, uid, kind, payload in db.payloads(cid, list(hinted)) if hinted else []:
+    for seq, uid, kind, _, _, payload in db.event_rows(cid, list(hinted)) if hinted else []:
         if hinted[seq] == uid:
             seq_of[uid] = seq
             read[seq] = decode(kind, payload, seq)
