@@ -242,6 +242,21 @@ class LLMCallRow(SQLModel, table=True):
 llm_call_table = LLMCallRow.__table__
 
 
+class LLMReplyRow(SQLModel, table=True):
+    """Model replies kept for reuse, by a hash of the request (revision 0009): a replay that
+    summarizes with a real model asks it once per distinct input (``llm/cache.py``)."""
+
+    __tablename__ = "llm_reply"
+
+    key: str = Field(primary_key=True, description="sha256 of the request: model, messages, tools")
+    model: str
+    reply: str = Field(description="the reply as JSON: text, tool calls, ids, and its call's cost")
+    created_at: str
+
+
+llm_reply_table = LLMReplyRow.__table__
+
+
 class ConversationFileRow(SQLModel, table=True):
     """A file an OpenHands SDK conversation wrote through DatabaseFileStore that is neither an
     event nor base_state.json (revision 0005). ``path`` is relative to the conversation."""

@@ -310,3 +310,17 @@ def test_show_of_an_unknown_event_is_one_error_line(db):
     assert out == f"Error: conversation '{CID}' has no event 999\n"
     refused(db, "show", db, CID, RESULT, "--window", -1, code=2)
     refused(db, "show", db, "nope", 1)
+
+
+def test_search_index_says_and_switches(tmp_path):
+    db = tmp_path / "switch.db"
+    build(db)
+    assert "The search index is on." in run("search-index", db).output
+    assert json.loads(run("search-index", db, "off", "--json").output) == {"search_index": "off", "changed": True}
+    assert "already off" in run("search-index", db, "off").output
+    refusal = CliRunner().invoke(cli, ["search", str(db), CID, "KeyError"], env=ENV)
+    assert refusal.exit_code == 1 and "search-index" in refusal.output and len(refusal.output.splitlines()) == 1
+    assert "now on" in run("search-index", db, "on").output
+    assert hits(db, "frobnicate_widget")
+    sub = run("search-index", "--help").output
+    assert "Example:\n    openhands-memory search-index agent.db" in sub

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("condensers, io, inspection", (
         "condensers", "summarizers", "llm", "config", "io", "inspection", "integrations", "data",
     )),
-    ("conversation", ("conversation",)),
+    ("conversation", ("conversation", "replay")),
     ("view", ("view",)),
     ("storage", ("storage", "database", "sqlite_file", "migrate", "migrations")),
     ("events and schema", ("events", "errors", "schema", "ranges", "settings", "allocation", "searchable")),

@@ -179,7 +179,7 @@ def test_an_existing_file_is_indexed_by_the_migration_with_progress(tmp_path):
     seen: list[tuple[int, int]] = []
     migrate.progress = lambda done, total: seen.append((done, total))
     try:
-        migrate.apply(location, "0008")
+        migrate.apply(location, "head")  # through 0008, which builds the index
     finally:
         migrate.progress = None
     assert seen and seen[-1][0] == seen[-1][1] > 0
@@ -211,3 +211,26 @@ def test_events_wait_in_a_queue_and_are_found_before_and_after_it_flushes(store)
     assert last in [h.seq for h in conv.search("KeyErrors", scope="all", limit=3)]  # stemmed in the queue
     # (the two histories reuse tool call ids, which doctor rightly names; the index is whole)
     assert [p for p in doctor.check(store, full=True).problems if p.check == "search"] == []
+
+
+def test_the_index_switched_off_and_on_again(store):
+    """Off: appends skip the index and search says how to turn it on; doctor finds nothing
+    wrong. On again: every event is indexed, those appended meanwhile too."""
+    from openhands_memory.conversation.recall import SearchIndexOff
+
+    conv = store.create_conversation("c")
+    history(conv, 10, error_at=2)
+    assert store.search_index is True
+    assert store.set_search_index(False) is True and store.set_search_index(False) is False
+    assert store.search_index is False
+    late = conv.append_many([f.user("the widget frobnicator crashed again: zyxwv_frob")])[0]
+    with pytest.raises(SearchIndexOff, match="search-index .* on"):
+        conv.search("zyxwv_frob", scope="all")
+    assert doctor.check(store, full=True).healthy
+    seen: list[tuple[int, int]] = []
+    assert store.set_search_index(True, lambda done, total: seen.append((done, total))) is True
+    assert [h.seq for h in conv.search("zyxwv_frob", scope="all")] == [late]
+    assert conv.search("frobnicate_widget", scope="all")
+    assert doctor.check(store, full=True).healthy
+    if store.recorder.backend == "sqlite":  # PostgreSQL builds an index in one statement
+        assert seen and seen[-1][0] == seen[-1][1] == len([e for e in conv if e.kind != "SystemPromptEvent"])

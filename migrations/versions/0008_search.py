@@ -50,9 +50,9 @@ def upgrade() -> None:
     from openhands_memory import migrate
 
     if bind.dialect.name == 'sqlite':
-        search.create_sqlite(bind, migrate.progress)
+        search.create_sqlite(bind.exec_driver_sql, migrate.progress)
     else:
-        search.create_postgres(bind, migrate.progress)
+        search.create_postgres(bind.exec_driver_sql, migrate.progress)
 
 
 def downgrade() -> None:
@@ -60,9 +60,9 @@ def downgrade() -> None:
 
     bind = op.get_bind()
     if bind.dialect.name == 'sqlite':
-        search.drop_sqlite(bind)
+        search.drop_sqlite(bind.exec_driver_sql)
     else:
-        search.drop_postgres(bind)
+        search.drop_postgres(bind.exec_driver_sql)
     op.drop_index('ux_conversation_search_key', table_name='conversation')
     with op.batch_alter_table('conversation', schema=None) as batch_op:
         batch_op.drop_column('search_key')

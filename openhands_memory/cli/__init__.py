@@ -41,6 +41,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "pins": ("commands_pins", "pins", "Condensing", "The pins in force, and how the view shows each."),
     "search": ("commands_recall", "search", "Recall", "Find events a condensation hid (--all: any event)."),
     "show": ("commands_recall", "show", "Recall", "Read one event in full, with the ids around it."),
+    "replay": ("commands_replay", "replay", "Condensing", "What other strategies would have sent and cost."),
+    "search-index": ("commands_recall", "search_index", "Recall", "Switch the search index on or off."),
     "demo": ("commands_demo", "demo", "Try it", "Build a demo database from a bundled agent session."),
 }
 SECTIONS = ("Database", "Events", "Branches", "Condensing", "Recall", "Try it")
@@ -55,6 +57,7 @@ Examples:
   openhands-memory condense agent.db <id> --dry-run
   openhands-memory pin agent.db <id> 12 --mode reinject --label plan
   openhands-memory search agent.db <id> "KeyError"
+  openhands-memory replay openhands-memory-demo.db demo --model gpt-4o
   openhands-memory sql agent.db "SELECT kind, COUNT(*) FROM event GROUP BY 1"
 
 Conversation ids may be shortened to any unique prefix.

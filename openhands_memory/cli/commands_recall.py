@@ -291,3 +291,47 @@ def show(db: str, conversation: str, seq: int, window: int, max_chars: int, fmt:
     click.echo("")
     for line in joined(footer(recalled, max_chars), width):
         click.echo(line)
+
+
+# --- search-index ------------------------------------------------------------------------------
+
+
+@click.command("search-index")
+@click.argument("db")
+@click.argument("state", required=False, type=click.Choice(["on", "off"]))
+@output_format("text", "json", default="text")
+def search_index(db: str, state: str | None, fmt: str) -> None:
+    """Say whether DB keeps the full-text index that search reads, or switch it on or off.
+
+    Off, every append skips the work of indexing (appends run at about three times the
+    rate) and search refuses, saying how to turn it on. On, every stored event is indexed
+    in one transaction, with a progress bar: the database is then as if it had always
+    kept the index.
+
+    \b
+    Example:
+      openhands-memory search-index agent.db
+      openhands-memory search-index agent.db off
+      openhands-memory search-index agent.db on
+    """
+    from .opening import open_store
+    from .output import progress_bar
+
+    if state is None:
+        on = open_reader(db).search_index
+        changed = False
+    else:
+        on = state == "on"
+        update, finish = progress_bar("indexing events for search") if on else (None, None)
+        try:
+            changed = open_store(db).set_search_index(on, update)
+        finally:
+            if finish is not None:
+                finish()
+    if fmt == "json":
+        echo_json({"search_index": "on" if on else "off", "changed": changed})
+        return
+    if state is None:
+        say(f"The search index is {'on' if on else 'off'}.")
+    else:
+        say(f"The search index is {'now' if changed else 'already'} {state}.")

@@ -130,11 +130,13 @@ class LLMCondenser(RollingCondenser):
             try:
                 result = parse(reply)
             except ValueError as e:
-                self._record(replace(reply.call, outcome="bad_response", error=str(e)), False)
+                if not reply.cached:  # a kept reply was no call: the ledger has it already
+                    self._record(replace(reply.call, outcome="bad_response", error=str(e)), False)
                 brief = f"{reply.call.model}: bad_response ({' '.join(str(e).split())[:60]})"
                 self.failure = SummarizerFailed(f"{self.type}: the model's reply was unusable: {e}", brief)
                 raise self.failure from e
-            self._record(reply.call, True)
+            if not reply.cached:
+                self._record(reply.call, True)
             return result
         self.failure = SummarizerFailed(
             f"{self.type}: the summarizer's context overflowed even with events cut to {limit} characters",

@@ -6,6 +6,7 @@ Unlike the legacy strategy, a masked result keeps its tool call id, so the call 
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Annotated
 
 from pydantic import Field
@@ -17,6 +18,7 @@ from ..view.tokens import FRESH, TokenSource
 from .base import Condenser
 
 MASK = "<MASKED>"
+MASKABLE = (ObservationEvent, AgentErrorEvent, RecallObservation)
 
 
 def masked(e: Event, text: str) -> Event:
@@ -42,12 +44,26 @@ class ObservationMaskingCondenser(Condenser):
 
     attention_window: Annotated[int, Field(ge=1)] = 100
 
+    # The previous call's view and result: an agent's next view extends its last one, so only
+    # the events the window slid past since are masked anew (a step costs what changed,
+    # not the history: a long view is masked thousands of times). Never configured.
+    _last: tuple[list[Event], list[Event], int, frozenset[int]] | None = field(
+        default=None, init=False, repr=False, compare=False)
+
     def condense(self, view: View, tokens: TokenSource = FRESH) -> View:
         cutoff = len(view) - self.attention_window
         if cutoff <= 0:
             return view
-        events = [
-            masked(e, MASK) if i < cutoff and isinstance(e, (ObservationEvent, AgentErrorEvent, RecallObservation)) else e
-            for i, e in enumerate(view.events)
-        ]
-        return view.with_events(events)
+        done = 0
+        kept: list[Event] = []
+        replaced: frozenset[int] = frozenset()
+        last = self._last
+        if last is not None:
+            seen, out, until, was = last
+            if until <= cutoff and len(seen) <= len(view.events) and view.events[: len(seen)] == seen:
+                done, kept, replaced = until, out[:until], was
+        fresh = [masked(e, MASK) if isinstance(e, MASKABLE) else e for e in view.events[done:cutoff]]
+        replaced = replaced | {e.seq for e, m in zip(view.events[done:cutoff], fresh) if m is not e and e.seq is not None}
+        events = kept + fresh + view.events[cutoff:]
+        object.__setattr__(self, "_last", (view.events, events, cutoff, replaced))
+        return view.with_events(events, replaced=replaced)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from ..allocation import collector_paused
 from ..errors import ConversationNotFound, DuplicateEventId, EventNotFound, MalformedEvent, NoCondensationAvailable
@@ -25,6 +25,8 @@ from .tokens import TokenRows
 from .writing import Writer, record_calls
 
 if TYPE_CHECKING:
+    from ..replay.report import Prices, Replay
+    from ..replay.run import ModelUse
     from .store import EventStore
 
 
@@ -311,7 +313,8 @@ class Conversation:
         filters = SearchFilters(tuple(kinds or ()), tuple(tools or ()), before, after)
         view = self.view()
         with self.store.reading() as db:
-            return recall.search(db, self.id, view, query, limit=limit, scope=scope, filters=filters)
+            return recall.search(db, self.id, view, query, limit=limit, scope=scope, filters=filters,
+                                 label=self.store.recorder.label)
 
     def read(self, seq: int, window: int = 2, max_chars: int = 4000) -> Recalled:
         """Event ``seq`` as text (cut to ``max_chars``), the id of its tool call or result, and
@@ -319,6 +322,32 @@ class Conversation:
         view = self.view()
         with self.store.reading() as db:
             return recall.read(db, self.id, view, seq, window=window, max_chars=max_chars)
+
+    # --- replay (replay/) ------------------------------------------------------------------
+
+    def replay(
+        self, strategies: Sequence[tuple[str, Strategy]], *, scratch: "EventStore | None" = None,
+        counter: TokenCounter | None = None, prices: "Prices | None" = None,
+        progress: Callable[[int], None] | None = None, model_use: "Callable[[], ModelUse] | None" = None,
+    ) -> "Replay":
+        """This conversation's recorded history (HEAD's branch) replayed under each of
+        ``strategies`` (label, condenser): at every recorded model call, what each would have
+        sent (tokens, the part a prompt cache keeps), forgotten and cost, beside what the
+        recorded run sent. Nothing here is written: the strategies run in ``scratch`` (by
+        default a throwaway database). ``counter``: chars/4 unless given; ``prices``: per
+        token, for the costs; ``progress(n)``: n more calls replayed; ``model_use()``: what
+        a model summarizing for the strategies has been asked so far (``llm.ReplyCache``)."""
+        from ..replay.run import Candidate, History, replay_history
+        from ..view.tokens import CharEstimate
+
+        history = History.read(self)
+        candidates = [Candidate(label, strategy) for label, strategy in strategies]
+        if scratch is None:
+            with self.store.scratch() as scratch:
+                return replay_history(history, candidates, scratch, counter or CharEstimate(),
+                                      prices=prices, progress=progress, model_use=model_use)
+        return replay_history(history, candidates, scratch, counter or CharEstimate(), prices=prices,
+                              progress=progress, model_use=model_use)
 
     @property
     def metadata(self) -> dict[str, Any]:

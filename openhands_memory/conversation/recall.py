@@ -45,6 +45,14 @@ class SearchError(OpenHandsMemoryError, ValueError):
     """A search that cannot run as asked (the message says why)."""
 
 
+class SearchIndexOff(SearchError):
+    """The database keeps no search index: it was switched off."""
+
+    def __init__(self, label: str):
+        super().__init__(f"{label} keeps no search index (it was switched off): "
+                         f"`openhands-memory search-index {label} on` builds it")
+
+
 @dataclass(frozen=True)
 class Hit:
     """One event found. ``snippet`` is text around the match; ``match`` the (start, end) of
@@ -106,11 +114,13 @@ def in_scope(seq: int, scope: str, view: "View") -> bool:
 
 def search(
     db: Session, cid: str, view: "View", query: str, *, limit: int = 10, scope: str = "forgotten",
-    filters: SearchFilters = SearchFilters(),
+    filters: SearchFilters = SearchFilters(), label: str = "this database",
 ) -> list[Hit]:
     """The best ``limit`` events of ``view``'s branch matching ``query`` in ``scope``."""
     if scope not in SCOPES:
         raise SearchError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+    if not db.search_index_on():
+        raise SearchIndexOff(label)
     if limit < 1:
         raise SearchError(f"limit must be at least 1, not {limit}")
     query = query.strip()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..database import Durability, Location
 from ..errors import AmbiguousConversation, ConversationExists, ConversationNotFound, EventNotFound
@@ -55,6 +57,16 @@ class EventStore:
         """The SQLite connection (for tests and tools that inspect a file directly)."""
         return self.recorder.conn  # type: ignore[attr-defined]
 
+    @classmethod
+    @contextmanager
+    def scratch(cls) -> Iterator["EventStore"]:
+        """A throwaway SQLite database (a temporary file, without a search index), removed
+        when the block ends: where a replay rebuilds views without touching its source."""
+        with tempfile.TemporaryDirectory(prefix="ohm-scratch-") as folder:
+            with cls(Path(folder) / "scratch.db") as store:
+                store.set_search_index(False)
+                yield store
+
     # --- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
@@ -83,6 +95,21 @@ class EventStore:
     def version(self, conversation_id: str) -> Any:
         """Changes whenever another connection commits a write (see ``Recorder.version``)."""
         return self.recorder.version(conversation_id)
+
+    # --- the search index (storage/search.py) ---------------------------------------
+
+    @property
+    def search_index(self) -> bool:
+        """Whether this database keeps the full-text index that ``Conversation.search`` reads
+        (on unless switched off: every append then skips the work of indexing)."""
+        with self.reading() as db:
+            return db.search_index_on()
+
+    def set_search_index(self, on: bool, progress: Callable[[int, int], None] | None = None) -> bool:
+        """Switch the search index on (indexing every stored event, in one transaction, with
+        ``progress(done, total)``) or off (dropping it); whether anything changed."""
+        with self.writing() as db:
+            return db.set_search_index(on, progress)
 
     # --- conversations ---------------------------------------------------------------
 

@@ -37,22 +37,26 @@ Outcome vocabulary (``LLMCall.outcome`` and ``LLMError.kind``):
 
 from __future__ import annotations
 
+from .cache import CostLimitReached, ReplyCache
 from .completion import complete
 from .config import LLMConfig
 from .errors import ContextWindowError, LLMError, TokenizerUnavailable, classify_error
 from .records import OUTCOMES, LLMCall, LLMReply, ToolCall
 from .reply import MAX_REPLY_CHARS
-from .tokens import context_window, count_tokens, effective_max_input_tokens
+from .tokens import context_window, count_tokens, effective_max_input_tokens, token_prices
 
 __all__ = [
     "MAX_REPLY_CHARS",
     "OUTCOMES",
     "ContextWindowError",
+    "CostLimitReached",
     "LLMCall",
     "LLMConfig",
     "LLMError",
     "LLMReply",
+    "ReplyCache",
     "TokenizerUnavailable",
+    "token_prices",
     "ToolCall",
     "classify_error",
     "complete",

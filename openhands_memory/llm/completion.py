@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .cache import active_cache, request_key
 from .config import LLMConfig
 from .errors import DeadlineExceeded, classify_error
 from .loader import load_litellm
@@ -117,8 +118,15 @@ def complete(
     ``latency_s`` covers the whole call including backoff sleeps.
     Raises ``ContextWindowError`` / ``LLMError`` carrying the ``LLMCall``.
     """
-    litellm = load_litellm()
     kwargs = _request_kwargs(config, messages, tools, tool_choice, response_format)
+    cache = active_cache()
+    if cache is not None:
+        key = request_key(config, kwargs)
+        kept = cache.lookup(key)
+        if kept is not None:
+            return kept
+        cache.admit(config.model)
+    litellm = load_litellm()
     started = time.perf_counter()
     attempts = 0
     while True:
@@ -134,5 +142,11 @@ def complete(
                 )
                 time.sleep(delay)
                 continue
-            raise failure(config, exc, kind, started, attempts) from exc
-        return build_reply(config, response, started, attempts)
+            error = failure(config, exc, kind, started, attempts)
+            if cache is not None:
+                cache.failed(error.call)
+            raise error from exc
+        reply = build_reply(config, response, started, attempts)
+        if cache is not None:
+            cache.record(key, config, reply)
+        return reply

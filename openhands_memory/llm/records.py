@@ -54,3 +54,4 @@ class LLMReply:
     response_id: str | None
     call: LLMCall
     finish_reason: str | None = None
+    cached: bool = False  # taken from a ReplyCache: no call was made (llm/cache.py)

@@ -50,3 +50,20 @@ def effective_max_input_tokens(config: LLMConfig) -> int | None:
     if config.max_input_tokens is not None:
         return config.max_input_tokens
     return context_window(config.model)
+
+
+def token_prices(model: str) -> tuple[float | None, float | None, float | None] | None:
+    """(input, cached input, output) USD per token from litellm's price map; None when the
+    map has no such model (never raises). A price the map lacks is None."""
+    try:
+        info = load_litellm().get_model_info(model)
+    except Exception:  # noqa: BLE001 - unmapped models are common (local, proxied)
+        return None
+    if not isinstance(info, Mapping):
+        return None
+
+    def price(key: str) -> float | None:
+        value = info.get(key)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    return price("input_cost_per_token"), price("cache_read_input_token_cost"), price("output_cost_per_token")

@@ -12,7 +12,7 @@ sessions provide all of it with these signatures, and runs the statements on bot
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from ..ranges import Run
 from .search import SearchFilters
@@ -165,6 +165,22 @@ class Statements(Protocol):
 
     def pin_events(self, cid: str, upto: int = END) -> list[tuple[int, str]]:
         """(id, payload) of the pin events with ids up to ``upto``, oldest first."""
+        ...
+
+    def llm_reply(self, key: str) -> str | None:
+        """The model reply kept under ``key`` (its JSON), or None."""
+        ...
+
+    def keep_llm_reply(self, key: str, model: str, reply: str, created_at: str) -> None:
+        """Keep a model reply under ``key`` (a second one changes nothing)."""
+        ...
+
+    def search_index_on(self) -> bool:
+        """Whether the database keeps the full-text index."""
+        ...
+
+    def set_search_index(self, on: bool, progress: Callable[[int, int], None] | None = None) -> bool:
+        """Build or drop the full-text index; whether that changed anything."""
         ...
 
     def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,

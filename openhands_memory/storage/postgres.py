@@ -261,6 +261,18 @@ class PostgresSession(Session):
             hi, width = lo - 1, width * 4
         return found
 
+    def search_index_on(self) -> bool:
+        return search.postgres_on(self.execute)
+
+    def set_search_index(self, on: bool, progress: search.Progress | None = None) -> bool:
+        if on == self.search_index_on():
+            return False
+        if on:
+            search.create_postgres(self.execute, progress)
+        else:
+            search.drop_postgres(self.execute)
+        return True
+
     def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,
                      filters: SearchFilters) -> list[tuple[int, float]]:
         if not terms:

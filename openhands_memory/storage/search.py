@@ -134,45 +134,58 @@ TRIGGER_NAMES = ("event_search_insert", "search_pending_flush", "event_search_de
                  "conversation_search_delete")
 
 Progress = Callable[[int, int], None]  # (done, total)
+#: Runs one statement: a migration's ``bind.exec_driver_sql``, a session's ``execute``.
+Run = Callable[..., Any]
 
 
-def backfill_sqlite(conn: Any, progress: Progress | None = None, chunk: int = 20_000) -> int:
+def _scalar(run: Run, text: str, params: tuple = ()) -> Any:
+    rows = run(text, params).fetchall()
+    return rows[0][0] if rows else None
+
+
+def backfill_sqlite(run: Run, progress: Progress | None = None, chunk: int = 20_000) -> int:
     """Index every event already stored, a chunk of ids at a time; returns how many."""
-    total = conn.exec_driver_sql(f"SELECT COUNT(*) FROM event WHERE kind IN ({KIND_LIST})").scalar() or 0
+    total = _scalar(run, f"SELECT COUNT(*) FROM event WHERE kind IN ({KIND_LIST})") or 0
     done = 0
-    keys = conn.exec_driver_sql("SELECT id, search_key FROM conversation ORDER BY search_key").fetchall()
+    keys = run("SELECT id, search_key FROM conversation ORDER BY search_key", ()).fetchall()
     for cid, key in keys:
-        last = conn.exec_driver_sql("SELECT MAX(id) FROM event WHERE conversation_id = ?", (cid,)).scalar()
+        last = _scalar(run, "SELECT MAX(id) FROM event WHERE conversation_id = ?", (cid,))
         for lo in range(0, (last if last is not None else -1) + 1, chunk):
             text = sqlite_text("payload")
             for t in (WORDS, GRAMS):
-                conn.exec_driver_sql(
+                run(
                     f"INSERT INTO {t}(rowid, body) SELECT ({int(key)} << {SHIFT}) | id, {text} FROM event "
                     f"WHERE conversation_id = ? AND id BETWEEN ? AND ? AND kind IN ({KIND_LIST})",
                     (cid, lo, lo + chunk - 1),
                 )
-            done += conn.exec_driver_sql(
+            done += _scalar(
+                run,
                 f"SELECT COUNT(*) FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? AND kind IN ({KIND_LIST})",
                 (cid, lo, lo + chunk - 1),
-            ).scalar() or 0
+            ) or 0
             if progress is not None:
                 progress(done, total)
     return done
 
 
-def create_sqlite(conn: Any, progress: Progress | None = None) -> None:
+def create_sqlite(run: Run, progress: Progress | None = None) -> None:
     for statement in TABLES:
-        conn.exec_driver_sql(statement)
-    backfill_sqlite(conn, progress)
+        run(statement, ())
+    backfill_sqlite(run, progress)
     for statement in TRIGGERS:
-        conn.exec_driver_sql(statement)
+        run(statement, ())
 
 
-def drop_sqlite(conn: Any) -> None:
+def drop_sqlite(run: Run) -> None:
     for name in TRIGGER_NAMES:
-        conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
+        run(f"DROP TRIGGER IF EXISTS {name}", ())
     for t in (WORDS, GRAMS, PENDING):
-        conn.exec_driver_sql(f"DROP TABLE IF EXISTS {t}")
+        run(f"DROP TABLE IF EXISTS {t}", ())
+
+
+def sqlite_on(run: Run) -> bool:
+    """Whether the file keeps a search index (``search-index off`` drops its tables)."""
+    return _scalar(run, f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '{WORDS}'") == 1
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------
@@ -211,26 +224,37 @@ PG_INDEXES = (
 PG_WINDOW = 1024
 
 
-def create_postgres(conn: Any, progress: Progress | None = None) -> None:
-    conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-    conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS btree_gin")
-    conn.exec_driver_sql(PG_FUNCTION)
+def create_postgres(run: Run, progress: Progress | None = None) -> None:
+    run("CREATE EXTENSION IF NOT EXISTS pg_trgm", ())
+    run("CREATE EXTENSION IF NOT EXISTS btree_gin", ())
+    run(PG_FUNCTION, ())
     for statement in PG_INDEXES:  # one statement each: PostgreSQL builds it, no progress to show
-        conn.exec_driver_sql(statement)
+        run(statement, ())
 
 
-def drop_postgres(conn: Any) -> None:
-    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_event_grams")
-    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_event_words")
-    conn.exec_driver_sql("DROP FUNCTION IF EXISTS ohm_search_text(text, text)")
+def drop_postgres(run: Run) -> None:
+    run("DROP INDEX IF EXISTS ix_event_grams", ())
+    run("DROP INDEX IF EXISTS ix_event_words", ())
+    run("DROP FUNCTION IF EXISTS ohm_search_text(text, text)", ())
+
+
+def postgres_on(run: Run) -> bool:
+    return _scalar(run, "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() "
+                        "AND indexname = 'ix_event_words'") == 1
 
 
 def problems(conn: Any) -> list[str]:
     """What ``doctor --full`` finds wrong with SQLite's search index (a raw connection): a
     trigger missing (a copy of the event table dropped it), a conversation without its key,
-    or documents that do not match the searchable events one for one."""
+    or documents that do not match the searchable events one for one. An index switched off
+    (no tables) is no problem."""
     found = []
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    if not sqlite_on(conn.execute):
+        left = [n for n in TRIGGER_NAMES if n in names]
+        if left:
+            found.append(f"search: the index is off, but trigger(s) {', '.join(left)} remain: appends will fail")
+        return found
     missing = [n for n in TRIGGER_NAMES if n not in names]
     if missing:
         found.append(f"search: trigger(s) {', '.join(missing)} missing: new events are not indexed")

@@ -361,6 +361,21 @@ class Session(InspectionQueries):
 
     # --- search (storage/search.py) -------------------------------------------------------
 
+    def search_index_on(self) -> bool:
+        """Whether the database keeps the full-text index (it may be switched off)."""
+        return search.sqlite_on(self.execute)
+
+    def set_search_index(self, on: bool, progress: search.Progress | None = None) -> bool:
+        """Build the index (every stored event, with ``progress``) or drop it; whether that
+        changed anything."""
+        if on == self.search_index_on():
+            return False
+        if on:
+            search.create_sqlite(self.execute, progress)
+        else:
+            search.drop_sqlite(self.execute)
+        return True
+
     def _search_key(self, cid: str) -> int | None:
         """The conversation's number in the search index's document ids (SQLite)."""
         row = self.execute("SELECT search_key FROM conversation WHERE id = ?", (cid,)).fetchone()
@@ -749,6 +764,17 @@ class Session(InspectionQueries):
     def insert_llm_calls(self, rows: Sequence[Sequence[Any]]) -> None:
         """Rows in ``INSERT_CALL`` column order."""
         self.executemany(INSERT_CALL, rows)
+
+    # --- model replies kept for reuse (revision 0009) ---------------------------------------
+
+    def llm_reply(self, key: str) -> str | None:
+        """The reply kept under ``key`` (its JSON), or None."""
+        return self.one("SELECT reply FROM llm_reply WHERE key = ?", (key,))
+
+    def keep_llm_reply(self, key: str, model: str, reply: str, created_at: str) -> None:
+        """Keep a reply (a second one under the same key changes nothing)."""
+        self.execute("INSERT INTO llm_reply (key, model, reply, created_at) VALUES (?, ?, ?, ?) "
+                     "ON CONFLICT (key) DO NOTHING", (key, model, reply, created_at))
 
     # --- what the OpenHands SDK keeps beside events (revision 0005) ----------------------
 

@@ -110,10 +110,16 @@ class View:
             if e.seq is not None and (e.id in uids or any(s <= e.seq <= t for s, t in runs))
         ]
 
-    def with_events(self, events: list[Event]) -> "View":
-        """A rewritten view (for masking strategies) that keeps this one's flags."""
-        mine = {id(e) for e in self.events}
-        replaced = {e.seq for e in events if id(e) not in mine and e.seq is not None}
+    def with_events(self, events: list[Event], *, replaced: frozenset[int] | None = None) -> "View":
+        """A rewritten view (for masking strategies) that keeps this one's flags. ``replaced``:
+        the ids of the events the rewrite replaced one for one, when the caller knows them
+        (else found by comparing the events)."""
+        if replaced is not None:
+            reinjected = self.reinjected
+        else:
+            mine = {id(e) for e in self.events}
+            replaced = frozenset(e.seq for e in events if id(e) not in mine and e.seq is not None)
+            reinjected = sum(1 for e in events if e.kind == "PinnedContextEvent")
         return View(
             events=events,
             unhandled_condensation_request=self.unhandled_condensation_request,
@@ -124,7 +130,7 @@ class View:
             path=self.path,
             replaced=self.replaced | replaced,
             pins=self.pins,
-            reinjected=sum(1 for e in events if e.kind == "PinnedContextEvent"),
+            reinjected=reinjected,
         )
 
     def with_pins(self, pins: Pins) -> "View":

@@ -1,0 +1,288 @@
+"""replay: a recorded history run again under other strategies (openhands_memory/replay).
+
+The source is opened read-only. The strategies run in a scratch database: a throwaway one,
+or ``--scratch FILE``, which keeps the model replies that ``--llm`` summaries cost, so that
+a second replay of the same history calls no model.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import click
+
+from . import UserError, output_format
+from .commands_condense import build_condenser, llm_condensers, settings
+from .opening import conversation as open_conversation
+from .opening import open_reader, open_store, shown
+from .output import Column, Table, echo_json, progress_bar, say
+
+if TYPE_CHECKING:
+    from ..replay.report import Prices, Replay, ReplaySet
+
+#: What runs when no strategy is named (label: type): the three that published comparisons
+#: disagree on; the summary is the offline summarizer's unless --llm names a model.
+DEFAULTS = {"none": "noop", "masking": "observation_masking", "summary": "llm"}
+DEFAULT_SCRATCH = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "openhands-memory" / "replay.db"
+
+
+def _strategies(configs: Sequence[str], types: Sequence[str], pairs: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """(label, condenser) for each --config FILE[:NAME] and --type TYPE[,key=value...]."""
+    if pairs and len(types) != 1:
+        raise click.UsageError("--set adjusts a single --type (several: --type TYPE,key=value,...)")
+    out: list[tuple[str, Any]] = []
+    for spec in configs:
+        path, _, name = spec.partition(":")
+        if not Path(path).is_file():
+            raise click.ClickException(f"{path}: no such file")
+        condenser, _ = build_condenser(Path(path), name or None, None, ())
+        out.append((Path(path).stem + (f":{name}" if name else ""), condenser))
+    if not configs and not types:
+        return [(label, build_condenser(None, None, kind, ())[0]) for label, kind in DEFAULTS.items()]
+    for spec in types:
+        kind, *extra = [p.strip() for p in spec.split(",")]
+        condenser, _ = build_condenser(None, None, kind, tuple(extra) + pairs)
+        out.append((spec if not pairs else ",".join([spec, *pairs]), condenser))
+    labels = [label for label, _ in out]
+    return [(label if labels.count(label) == 1 else f"{label} #{k}", c) for k, (label, c) in enumerate(out, 1)]
+
+
+def _model_summaries(strategies: list[tuple[str, Any]], model: str) -> None:
+    """--llm: every strategy that summarizes without a model of its own uses ``model``
+    (reached as OPENHANDS_MEMORY_LLM_API_BASE and _API_KEY say, or LLM_BASE_URL and LLM_API_KEY)."""
+    from ..llm import LLMConfig
+
+    config = LLMConfig.from_env({**os.environ, "OPENHANDS_MEMORY_LLM_MODEL": model})
+    for _, condenser in strategies:
+        for c in llm_condensers(condenser):
+            if c.llm_config is None:
+                object.__setattr__(c, "llm_config", config)
+
+
+def _prices(model: str | None) -> "Prices | None":
+    if model is None:
+        return None
+    from ..llm import token_prices
+    from ..replay.report import Prices
+
+    found = token_prices(model)
+    if found is None:
+        raise UserError(f"--model {model}: litellm's price map has no such model (name it as litellm does, "
+                        "e.g. gpt-4o or anthropic/claude-sonnet-4-20250514)")
+    return Prices(model=model, input=found[0], cached_input=found[1], output=found[2])
+
+
+def _counter(tokenizer: str | None, model: str | None) -> Any:
+    from ..condensers.tokenizers import counter_for
+
+    return counter_for(tokenizer if tokenizer is not None else model)
+
+
+@click.command()
+@click.argument("db")
+@click.argument("conversations", metavar="[CONV]...", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Replay every conversation of DB (sums at the end).")
+@click.option("-c", "--config", "configs", multiple=True, metavar="FILE[:NAME]",
+              help="A strategy: the [condenser] (or [condenser.NAME]) section of an OpenHands-style "
+                   "config.toml (repeatable).")
+@click.option("-t", "--type", "types", multiple=True, metavar="TYPE[,KEY=VALUE...]",
+              help="A strategy by type and settings (repeatable), e.g. observation_masking,attention_window=50. "
+                   "Without --config or --type: noop, observation_masking and llm (as none, masking, summary).")
+@click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE",
+              help="A setting of the one --type (repeatable), as in condense.")
+@click.option("--model", help="Price the calls as this model (litellm's price map) and count tokens with its "
+                              "tokenizer.")
+@click.option("--tokenizer", help="Count tokens with this model's tokenizer, or chars/4 (the default without "
+                                  "--model).")
+@click.option("--llm", "llm_model", metavar="MODEL",
+              help="Summaries written by this model through litellm (key and base URL from "
+                   "OPENHANDS_MEMORY_LLM_API_BASE / _API_KEY), not the offline summarizer; replies are kept "
+                   "in --scratch.")
+@click.option("--max-cost", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="With --llm: USD the summary calls may spend before the replay stops.")
+@click.option("--scratch", type=click.Path(dir_okay=False, path_type=Path),
+              help="The scratch database (kept). Default with --llm: ~/.cache/openhands-memory/replay.db; "
+                   "otherwise a throwaway one.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write one self-contained HTML page: input tokens per call, per strategy.")
+@click.option("--svg", "svg_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the chart alone as an SVG image (of the first conversation).")
+@output_format("table", "json", default="table")
+def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[str, ...], types: tuple[str, ...],
+           pairs: tuple[str, ...], model: str | None, tokenizer: str | None, llm_model: str | None,
+           max_cost: float, scratch: Path | None, html_file: Path | None, svg_file: Path | None,
+           fmt: str) -> None:
+    """Replay CONV's recorded history under other strategies: at every model call the
+    recorded agent made, what each strategy would have sent, cached, forgotten and cost,
+    beside what the recorded run sent. DB is only read.
+
+    Summaries come from the offline summarizer (free, the same every time) unless --llm
+    names a model. Cached tokens are those of the previous call's input left unchanged at
+    its start, which a provider's prompt cache could reuse.
+
+    \b
+    Example:
+      openhands-memory replay openhands-memory-demo.db demo --model gpt-4o
+      openhands-memory replay agent.db fix-bug -t noop -t recent,max_events=40
+      openhands-memory replay agent.db fix-bug -c a.toml -c b.toml --html r.html
+      openhands-memory replay agent.db fix-bug --llm openai/gpt-4o-mini
+      openhands-memory replay agent.db --all --json
+    """
+    if every and conversations:
+        raise click.UsageError("give conversations or --all, not both")
+    if not every and not conversations:
+        raise click.UsageError("name a conversation (or several), or give --all")
+    strategies = _strategies(configs, types, pairs)
+    if llm_model is not None:
+        _model_summaries(strategies, llm_model)
+    prices = _prices(model)
+    counter = _counter(tokenizer, model)
+    source = open_reader(db)
+    ids = [c.id for c in source.conversations()] if every else [open_conversation(source, c).id for c in conversations]
+    if not ids:
+        raise UserError(f"{shown(db)} holds no conversation")
+    if scratch is None and llm_model is not None:
+        scratch = DEFAULT_SCRATCH
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+    if scratch is not None and Path(db).expanduser().resolve() == scratch.expanduser().resolve():
+        raise click.UsageError("--scratch must not be DB: a replay never writes its source")
+    results = _replay_all(source, ids, strategies, counter, prices, scratch, max_cost if llm_model else None)
+    from ..replay.run import aggregate
+
+    report: "Replay | ReplaySet" = results[0] if len(results) == 1 and not every else aggregate(results)
+    written = []
+    if html_file is not None:
+        from ..replay.chart import html_page
+
+        html_file.write_text(html_page(report), encoding="utf-8")
+        written.append(html_file)
+    if svg_file is not None:
+        from ..replay.chart import svg_chart
+
+        svg_file.write_text(svg_chart(results[0]), encoding="utf-8")
+        written.append(svg_file)
+    if fmt == "json":
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        _echo(report)
+        if written:
+            say(f"Wrote {' and '.join(str(p) for p in written)}.")
+
+
+def _replay_all(source: Any, ids: list[str], strategies: list[tuple[str, Any]], counter: Any,
+                prices: "Prices | None", scratch: Path | None, max_cost: float | None) -> list["Replay"]:
+    from contextlib import ExitStack
+
+    from ..llm import ReplyCache
+    from ..replay.run import ModelUse
+
+    update, finish = progress_bar("replaying")
+    total = sum(len(_calls(source, cid)) for cid in ids) * (len(strategies) + 1) if update else 0
+    done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        if update is not None and done % 64 == 0:
+            update(done, total)
+
+    with ExitStack() as stack:
+        store = stack.enter_context(open_store(str(scratch), create=True)) if scratch is not None else None
+        use = None
+        if store is not None:
+            cache = ReplyCache(load=lambda key: _read_reply(store, key), keep=lambda *row: _keep_reply(store, *row),
+                               max_cost=max_cost)
+            stack.enter_context(cache.active())
+
+            def use() -> ModelUse:
+                return ModelUse(cache.calls, cache.hits, cache.spent)
+
+        try:
+            return [source.conversation(cid).replay(strategies, scratch=store, counter=counter, prices=prices,
+                                                    progress=advance, model_use=use) for cid in ids]
+        finally:
+            if finish is not None:
+                finish()
+
+
+def _calls(source: Any, cid: str) -> list:
+    from ..replay.run import History
+
+    return History.read(source.conversation(cid)).calls
+
+
+def _read_reply(store: Any, key: str) -> str | None:
+    with store.reading() as db:
+        return db.llm_reply(key)
+
+
+def _keep_reply(store: Any, key: str, model: str, reply: str, when: str) -> None:
+    with store.writing() as db:
+        db.keep_llm_reply(key, model, reply, when)
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+def compact(n: float | None) -> str:
+    """1234 -> 1.2k, 137000000 -> 137M: token counts in a column a few characters wide."""
+    if n is None:
+        return "—"
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= size:
+            value = n / size
+            return f"{value:.1f}{suffix}" if value < 100 else f"{value:.0f}{suffix}"
+    return f"{n:.0f}"
+
+
+def money(usd: float | None) -> str:
+    return "—" if usd is None else f"${usd:,.2f}" if usd >= 1 else f"${usd:.4f}"
+
+
+def _echo(report: "Replay | ReplaySet") -> None:
+    from ..replay.report import Replay
+
+    if isinstance(report, Replay):
+        head = f"{report.conversation}: {report.events:,} events, {report.calls:,} model calls"
+        strategies, prices, tokenizer = report.strategies, report.prices, report.tokenizer
+    else:
+        calls = sum(r.calls for r in report.conversations)
+        head = f"{len(report.conversations)} conversations, {calls:,} model calls (sums)"
+        strategies = report.totals
+        prices = report.conversations[0].prices if report.conversations else None
+        tokenizer = report.conversations[0].tokenizer if report.conversations else "chars/4"
+    say(head + f"; tokens by {tokenizer}" + (f"; priced as {prices.model}" if prices else "") + ".")
+    table = Table([
+        Column("strategy", flex=True, min=8), Column("input", ">"), Column("cached", ">"), Column("peak", ">"),
+        Column("cond", ">"), Column("forgot", ">"), Column("lost", ">"), Column("broken", ">"),
+        Column("cost", ">"), Column("w/ cache", ">"),
+    ])
+    for s in strategies:
+        t = s.totals
+        share = f"{t.cached_tokens / t.input_tokens:.0%}" if t.input_tokens else "—"
+        table.add([s.label + (" (recorded)" if s.baseline and s.label != "recorded" else ""),
+                   compact(t.input_tokens), share, compact(t.peak_context), t.condensations,
+                   compact(sum(t.forgotten.values())), compact(t.lost), t.pairs_broken + t.pins_broken,
+                   money(t.cost_usd), money(t.cost_cached_usd)])
+    table.echo()
+    notes = []
+    summarized = [s for s in strategies if s.totals.summary_calls]
+    for s in summarized:
+        t = s.totals
+        who = s.summarizer or "a summarizer"
+        line = (f"{s.label}: {t.summary_calls:,} summaries by {who} "
+                f"({compact(t.summary_input_tokens)} tokens in, {compact(t.summary_output_tokens)} out)")
+        if t.model_calls or t.summary_cache_hits:
+            line += f"; {t.model_calls:,} model calls made, {t.summary_cache_hits:,} replies reused"
+            if t.model_spent_usd is not None:
+                line += f", {money(t.model_spent_usd)} spent"
+        notes.append(line + ".")
+    if prices is None:
+        notes.append("Costs need --model (a model litellm prices).")
+    notes.append("cached: input a prompt cache could reuse (the previous call's, unchanged); "
+                 "lost: forgotten events whose strings a later response used while no event in view held them; "
+                 "broken: tool pairs and pins split (always 0).")
+    for line in notes:
+        say(line)
