@@ -39,7 +39,10 @@ if TYPE_CHECKING:
 
     from sqlalchemy.engine import Connection, Engine
 
-Durability = Literal["normal", "full"]
+#: "normal": WAL, synced at checkpoints (a power cut may lose the last commits, never
+#: corrupt the file); "full": every commit synced; "scratch": never synced, for a database
+#: thrown away after use (a replay's): a power cut may corrupt it.
+Durability = Literal["normal", "full", "scratch"]
 SQLITE_MAGIC = sqlite_file.SQLITE_MAGIC
 OUR_TABLES = frozenset({"conversation", "event", "condensation", "forgotten_range"})
 BUSY_TIMEOUT_MS = 30_000
@@ -335,7 +338,7 @@ def connect(path: Path, durability: Durability = "normal") -> sqlite3.Connection
     try:
         db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+        db.execute(f"PRAGMA synchronous={ {'full': 'FULL', 'scratch': 'OFF'}.get(durability, 'NORMAL') }")
         db.execute("PRAGMA foreign_keys=ON")
         # 64 MB of page cache (SQLite's default is 2 MB): the uid and batch indexes take random
         # keys, and re-reading their pages from the OS on every insert halves batched appends.

@@ -20,7 +20,7 @@ def test_pairs_appended_to_an_open_thinking_loop_extend_the_view(store, conv, db
         conv.append(f.action(f"r{i}", f"c{i}"))
         conv.append(f.observation(f"c{i}"))
         view = conv.view()
-        assert view._base is before  # extended, not recomputed
+        assert view.extends(before)  # extended, not recomputed
         assert _shape(view) == _fresh(db_path, conv.id)
         assert view.to_messages() == view.to_messages()  # fresh copies, equal content
         before = view

@@ -44,10 +44,10 @@ class ObservationMaskingCondenser(Condenser):
 
     attention_window: Annotated[int, Field(ge=1)] = 100
 
-    # The previous call's view and result: an agent's next view extends its last one, so only
-    # the events the window slid past since are masked anew (a step costs what changed,
-    # not the history: a long view is masked thousands of times). Never configured.
-    _last: tuple[list[Event], list[Event], int, frozenset[int]] | None = field(
+    # The previous call's view, result and cutoff: an agent's next view extends its last
+    # one, so only the events the window slid past since are masked anew (a step then costs
+    # what changed, not the history: a long view is masked thousands of times). Never set.
+    _last: tuple[View, list[Event], int, frozenset[int]] | None = field(
         default=None, init=False, repr=False, compare=False)
 
     def condense(self, view: View, tokens: TokenSource = FRESH) -> View:
@@ -59,11 +59,16 @@ class ObservationMaskingCondenser(Condenser):
         replaced: frozenset[int] = frozenset()
         last = self._last
         if last is not None:
-            seen, out, until, was = last
-            if until <= cutoff and len(seen) <= len(view.events) and view.events[: len(seen)] == seen:
+            before, out, until, was = last
+            if until <= cutoff and (
+                view.extends(before)
+                or (len(before.events) <= len(view.events) and view.events[: len(before.events)] == before.events)
+            ):
                 done, kept, replaced = until, out[:until], was
         fresh = [masked(e, MASK) if isinstance(e, MASKABLE) else e for e in view.events[done:cutoff]]
-        replaced = replaced | {e.seq for e, m in zip(view.events[done:cutoff], fresh) if m is not e and e.seq is not None}
+        new = {e.seq for e, m in zip(view.events[done:cutoff], fresh) if m is not e and e.seq is not None}
+        if new:
+            replaced = replaced | new
         events = kept + fresh + view.events[cutoff:]
-        object.__setattr__(self, "_last", (view.events, events, cutoff, replaced))
+        object.__setattr__(self, "_last", (view, events, cutoff, replaced))
         return view.with_events(events, replaced=replaced)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -157,7 +158,10 @@ class ViewCache:
             path=None if data.path is None else list(data.path),
             pins=old.pins,
             reinjected=old.reinjected,
-            _base=old,
+            # The nearest view whose messages were built (a view never rendered has none to
+            # build on); never a chain of unrendered ones, each holding its own list.
+            _base=old if old._messages is not None else old._base,
+            _grown_from=weakref.ref(old),
         )
         b.add(self.new_events)
         if dropped or not b.track_loop(view, _open_loop_start(self.new_facts, before=b.loop_start)):

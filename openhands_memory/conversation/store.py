@@ -63,7 +63,7 @@ class EventStore:
         """A throwaway SQLite database (a temporary file, without a search index), removed
         when the block ends: where a replay rebuilds views without touching its source."""
         with tempfile.TemporaryDirectory(prefix="ohm-scratch-") as folder:
-            with cls(Path(folder) / "scratch.db") as store:
+            with cls(Path(folder) / "scratch.db", durability="scratch") as store:
                 store.set_search_index(False)
                 yield store
 

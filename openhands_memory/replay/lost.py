@@ -26,6 +26,8 @@ _ERROR_LINE = re.compile(r"^[^\n]*?\b\w+(?:Error|Exception)\b:[^\n]*|^\s*(?:FAIL
 MAX_LINE = 160
 #: Uses of a string looked at after an event is forgotten (the first ones tell).
 USES_CHECKED = 3
+#: A string more events than this hold is common (a project's main path), not distinctive.
+MAX_HOLDERS = 50
 
 
 def _distinctive(token: str) -> bool:
@@ -64,6 +66,8 @@ class Reuse:
                 holders.setdefault(s, []).append(i)
                 if _is_response(e):
                     uses.setdefault(s, []).append(i)
+        common = {s for s, held in holders.items() if len(held) > MAX_HOLDERS}
+        strings = [f - common if f & common else f for f in strings]
         return cls(strings, holders, uses)
 
     def lost(self, position: int, forgotten: Mapping[int, int], summary: str | None) -> str | None:

@@ -18,24 +18,31 @@ from ..events import ActionEvent, Event, ObservationBase
 from ..view.tokens import TokenCounter, count_event
 
 
-def first_difference(old: Sequence[Event], new: Sequence[Event]) -> int:
+def first_difference(old: Sequence[Event], new: Sequence[Event], hint: int = 0) -> int:
     """The length of the longest common start of ``old`` and ``new``.
 
-    List comparison runs in C and short-cuts on identical objects, so the usual case (the
-    new view extends the old) is one pass; otherwise a binary search over prefixes, which
-    are equal up to the answer and unequal beyond it.
+    List comparison runs in C and short-cuts on identical objects. ``hint`` (where the
+    previous view differed from its own predecessor) is checked first in one pass, since
+    views change near where they last changed; from the start known equal, spans twice as
+    long each time are compared until one differs, and that span is bisected. The cost is
+    one pass over the common start plus a few over what changed.
     """
     n = min(len(old), len(new))
-    if list(new[:n]) == list(old[:n]):
-        return n
-    lo, hi = 0, n  # old[:lo] == new[:lo]; old[:hi] != new[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if list(new[:mid]) == list(old[:mid]):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    lo = hint if 0 < hint <= n and new[:hint] == old[:hint] else 0
+    step = 64
+    while lo < n:
+        hi = min(n, lo + step)
+        if new[lo:hi] == old[lo:hi]:
+            lo, step = hi, step * 2
+            continue
+        while hi - lo > 1:  # new[:lo] == old[:lo]; new[:hi] != old[:hi]
+            mid = (lo + hi) // 2
+            if new[lo:mid] == old[lo:mid]:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+    return n
 
 
 @dataclass
@@ -61,6 +68,7 @@ class Meter:
     actions: set[str] = field(default_factory=set)
     results: set[str] = field(default_factory=set)
     broken: set[str] = field(default_factory=set)
+    hint: int = 0  # where the previous view first differed from the one before it
 
     def tokens(self, e: Event) -> int:
         """An event's tokens, counted once per event object (shared between strategies)."""
@@ -69,12 +77,14 @@ class Meter:
             got = self.counts[id(e)] = (e, count_event(self.counter, e))  # holding e keeps id(e) its own
         return got[1]
 
-    def measure(self, events: list[Event], answered: set[str], newly: Sequence[str]) -> tuple[int, int, Change]:
+    def measure(self, events: list[Event], answered: set[str], newly: Sequence[str],
+                extends: bool = False) -> tuple[int, int, Change]:
         """(input tokens, cached tokens, the change) of the view ``events``. ``answered``: the
         tool-call ids whose results the history holds so far; ``newly``: those of them added
-        since the previous call (the pair check)."""
+        since the previous call (the pair check); ``extends``: the view was made by appending
+        to the previous one (``View.extends``), so nothing before its new events changed."""
         old = self.previous
-        kept = first_difference(old, events)
+        kept = self.hint = len(old) if extends else first_difference(old, events, self.hint)
         cached = self.sums[kept]
         del self.sums[kept + 1 :]
         total = cached

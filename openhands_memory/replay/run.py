@@ -26,6 +26,7 @@ from .report import CallInput, Prices, Replay, ReplaySet, StrategyReplay, Totals
 if TYPE_CHECKING:  # the conversation runs a replay: it hands these in
     from ..conversation import Conversation, EventStore
     from ..conversation.condensing import Strategy
+    from ..view import View
 
 Progress = Callable[[int], None]  # calls done since the last report
 
@@ -113,13 +114,14 @@ def replay_history(
 ) -> Replay:
     """The baseline and each candidate, replayed over ``history`` in ``scratch``.
     ``model_use``: what models have been asked so far, when summaries come from one."""
-    reuse = Reuse.of(history.events)
     counts: dict = {}  # token counts per event object, shared by every run
-    output = [sum(Meter(counter, counts).tokens(e) for e in history.events[c.position : c.end]) for c in history.calls]
-    runs = [_run(history, None, "recorded", 0, scratch, counter, counts, output, reuse, prices, progress)]
+    tokens = Meter(counter, counts).tokens
+    output = [sum(map(tokens, history.events[c.position : c.end])) for c in history.calls]
+    ctx = _Context(history, scratch, counter, counts, output, Reuse.of(history.events), prices, progress)
+    runs = [_run(ctx, None, "recorded", 0)]
     for k, cand in enumerate(candidates, 1):
         before = model_use() if model_use is not None else None
-        run = _run(history, cand.condenser, cand.label, k, scratch, counter, counts, output, reuse, prices, progress)
+        run = _run(ctx, cand.condenser, cand.label, k)
         if before is not None:
             after = model_use()  # type: ignore[misc]
             run.totals.model_calls = after.calls - before.calls
@@ -130,21 +132,36 @@ def replay_history(
                   tokenizer=counter.name, prices=prices, strategies=runs)
 
 
-def _run(
-    history: History, condenser: "Strategy | None", label: str, k: int, scratch: "EventStore", counter: TokenCounter,
-    counts: dict, output: list[int], reuse: Reuse, prices: Prices | None, progress: Progress | None,
-) -> StrategyReplay:
+@dataclass(frozen=True)
+class _Context:
+    """What every run of one replay shares: the history, where it runs, how it counts."""
+
+    history: History
+    scratch: "EventStore"
+    counter: TokenCounter
+    counts: dict  # token counts per event object (Meter.counts)
+    output: list[int]  # the recorded responses' tokens, per call
+    reuse: Reuse
+    prices: Prices | None
+    progress: Progress | None
+
+
+def _run(ctx: _Context, condenser: "Strategy | None", label: str, k: int) -> StrategyReplay:
+    """One strategy (None: the recorded run) over the history, in conversation ``k`` of the
+    scratch database."""
+    history, scratch, progress = ctx.history, ctx.scratch, ctx.progress
     baseline = condenser is None
     cid = f"replay:{history.conversation}:{k}"
     if cid in scratch:
         scratch.delete_conversation(cid)
     conv = scratch.create_conversation(cid, metadata={"replay_of": history.conversation, "strategy": label})
-    meter = Meter(counter, counts)
+    meter = Meter(ctx.counter, ctx.counts)
     tally = _Tally()
     position_of: dict[int, int] = {}  # scratch id -> position in history.events
     answered: set[str] = set()
     calls: list[CallInput] = []
     summary: str | None = None  # the summary in the view
+    sent = None  # the view of the previous call
     done = 0
     for call in history.calls:
         batch = [(i, e) for i, e in enumerate(history.events[done : call.position], done)
@@ -166,9 +183,11 @@ def _run(
             cond = outcome.condensation
             if cond is not None:
                 condensed = True
-                _tally_condensation(tally, outcome.view, cond, meter, counter)
+                _tally_condensation(tally, outcome.view, cond, meter)
             view = conv.view() if cond is not None else outcome.result  # type: ignore[assignment]
-        tokens, cached, change = meter.measure(view.events, answered, newly)  # type: ignore[union-attr]
+        extends = sent is not None and view.extends(sent)  # type: ignore[union-attr]
+        tokens, cached, change = meter.measure(view.events, answered, newly, extends)  # type: ignore[union-attr]
+        sent = view
         tally.condensations += condensed
         summary = next((e.summary for e in change.fresh if isinstance(e, CondensationSummaryEvent)), summary)
         for e in change.forgotten + change.rewritten:
@@ -186,11 +205,11 @@ def _run(
         config=condenser.config() if hasattr(condenser, "config") else {},  # type: ignore[union-attr]
         summarizer=getattr(condenser, "summarizer", None),
         calls=calls,
-        totals=_totals(calls, output, meter, tally, reuse, prices, pins_broken),
+        totals=_totals(calls, ctx.output, meter, tally, ctx.reuse, ctx.prices, pins_broken),
     )
 
 
-def _tally_condensation(tally: _Tally, view, cond: Condensation, meter: Meter, counter: TokenCounter) -> None:
+def _tally_condensation(tally: _Tally, view: "View", cond: Condensation, meter: Meter) -> None:
     """A new summary stands for one summarizer call: what it would be sent (the events it
     forgets and the previous summary) and what it wrote."""
     if cond.summary is None:

@@ -14,6 +14,7 @@ Semantics (see docs/architecture.md):
 from __future__ import annotations
 
 import warnings
+import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Sequence, overload
 
@@ -51,6 +52,9 @@ class View:
     # only its new events' messages on top of the other's.
     _messages: list[Any] | None = field(default=None, repr=False, compare=False)  # messages.Turn
     _base: "View | None" = field(default=None, repr=False, compare=False)
+    # The view this one was made by appending to (its events are this one's first, the same
+    # objects): weakly, so that a run of views never rendered holds no chain of lists.
+    _grown_from: "weakref.ref[View] | None" = field(default=None, repr=False, compare=False)
 
     # --- list-like -------------------------------------------------------------------
 
@@ -82,6 +86,12 @@ class View:
     def intervals(self) -> list[tuple[int, int]]:
         """The stored ids this view shows (before enforcement dropped any), as intervals."""
         return visible_intervals(self.path, self.hidden, self.upto)
+
+    def extends(self, other: "View") -> bool:
+        """Whether this view was made by appending events to ``other``: ``other``'s events
+        are this one's first ones, the very same objects (what a step costs can then follow
+        the new events only)."""
+        return self._grown_from is not None and self._grown_from() is other
 
     # --- condenser support -----------------------------------------------------------
 
@@ -128,7 +138,7 @@ class View:
             last_condensation=self.last_condensation,
             hidden=self.hidden,
             path=self.path,
-            replaced=self.replaced | replaced,
+            replaced=self.replaced | replaced if self.replaced else replaced,
             pins=self.pins,
             reinjected=reinjected,
         )
