@@ -234,3 +234,33 @@ def test_the_index_switched_off_and_on_again(store):
     assert doctor.check(store, full=True).healthy
     if store.recorder.backend == "sqlite":  # PostgreSQL builds an index in one statement
         assert seen and seen[-1][0] == seen[-1][1] == len([e for e in conv if e.kind != "SystemPromptEvent"])
+
+
+def test_revision_0010_keeps_the_queue_and_the_index_both_ways(tmp_path):
+    """The queue is rebuilt with its counter (and back): a queued event stays queued and
+    found, an indexed one indexed, and the flush comes at FLUSH_AT either way."""
+    import sqlite3
+
+    from openhands_memory.storage import search as index
+
+    path = tmp_path / "queue.db"
+    location = Location.parse(path)
+    with EventStore(path) as store:
+        at = history(store.create_conversation("c"), 30, error_at=3)
+    queued = sqlite3.connect(path).execute(f"SELECT COUNT(*) FROM {index.PENDING}").fetchone()[0]
+    assert queued == 61  # the task and 60 tool events (not the system prompt): all wait
+    migrate.apply(location, "0009", backwards=True)
+    old = sqlite3.connect(path)
+    assert [r[1] for r in old.execute(f"PRAGMA table_info({index.PENDING})")] == ["doc", "conversation_id", "seq"]
+    assert old.execute(f"SELECT COUNT(*) FROM {index.PENDING}").fetchone()[0] == queued
+    old.close()
+    migrate.apply(location, "head")
+    with EventStore(path) as store:
+        conv = store.conversation("c")
+        assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]
+        history(conv, index.FLUSH_AT // 2, error_at=-1)  # past FLUSH_AT: the queue is flushed
+        counts = sqlite3.connect(path).execute(f"SELECT COUNT(*), MAX(n) FROM {index.PENDING}").fetchone()
+        assert counts[0] < index.FLUSH_AT and counts[0] == counts[1]
+        assert [h.seq for h in conv.search("config_loade", scope="all")] == [at]
+        # (the two histories reuse tool call ids, which doctor rightly names; the index is whole)
+        assert [p for p in doctor.check(store, full=True).problems if p.check == "search"] == []

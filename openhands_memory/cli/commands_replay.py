@@ -192,6 +192,7 @@ def _replay_all(source: Any, ids: list[str], strategies: list[tuple[str, Any]], 
         store = stack.enter_context(open_store(str(scratch), create=True)) if scratch is not None else None
         use = None
         if store is not None:
+            store.set_search_index(False)  # never searched: indexing would be most of its appends' cost
             cache = ReplyCache(load=lambda key: _read_reply(store, key), keep=lambda *row: _keep_reply(store, *row),
                                max_cost=max_cost)
             stack.enter_context(cache.active())
