@@ -303,7 +303,7 @@ def show(db: str, conversation: str, seq: int, window: int, max_chars: int, fmt:
 def search_index(db: str, state: str | None, fmt: str) -> None:
     """Say whether DB keeps the full-text index that search reads, or switch it on or off.
 
-    Off, every append skips the work of indexing (appends run at about three times the
+    Off, every append skips the work of indexing (appends run at about twice the
     rate) and search refuses, saying how to turn it on. On, every stored event is indexed
     in one transaction, with a progress bar: the database is then as if it had always
     kept the index.
