@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import sqlite3
 import statistics
 import subprocess
 import sys

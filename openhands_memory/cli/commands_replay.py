@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import click
 
 from . import UserError, output_format
-from .commands_condense import build_condenser, llm_condensers, settings
+from .commands_condense import build_condenser, llm_condensers
 from .opening import conversation as open_conversation
 from .opening import open_reader, open_store, shown
-from .output import Column, Table, echo_json, progress_bar, say
+from .output import Column, Table, progress_bar, say
 
 if TYPE_CHECKING:
     from ..replay.report import Prices, Replay, ReplaySet
@@ -190,15 +190,13 @@ def _replay_all(source: Any, ids: list[str], strategies: list[tuple[str, Any]], 
 
     with ExitStack() as stack:
         store = stack.enter_context(open_store(str(scratch), create=True)) if scratch is not None else None
-        use = None
+        use: Callable[[], ModelUse] | None = None
         if store is not None:
             store.set_search_index(False)  # never searched: indexing would be most of its appends' cost
             cache = ReplyCache(load=lambda key: _read_reply(store, key), keep=lambda *row: _keep_reply(store, *row),
                                max_cost=max_cost)
             stack.enter_context(cache.active())
-
-            def use() -> ModelUse:
-                return ModelUse(cache.calls, cache.hits, cache.spent)
+            use = lambda: ModelUse(cache.calls, cache.hits, cache.spent)  # noqa: E731
 
         try:
             return [source.conversation(cid).replay(strategies, scratch=store, counter=counter, prices=prices,
