@@ -136,6 +136,12 @@ def test_calls_are_the_recorded_responses():
     calls = model_calls(events)
     # A batch of parallel calls is one response; the agent's message is another.
     assert [(c.position, c.end) for c in calls] == [(2, 4), (6, 7), (8, 9)]
+    # Results that came between a response's actions do not make a second call.
+    interleaved = [f.system(), f.user(), f.action("r1", "c1"), f.observation("c1"), f.action("r1", "c2"),
+                   f.observation("c2"), *f_batch("r2", 1)]
+    for i, e in enumerate(interleaved):
+        e.with_seq(i)
+    assert [(c.position, c.end) for c in model_calls(interleaved)] == [(2, 5), (6, 7)]
 
 
 def f_batch(response: str, width: int):

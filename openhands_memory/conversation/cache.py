@@ -138,7 +138,8 @@ class ViewCache:
             assert b.loop_start is not None and b.loop_from is not None
             first = bisect.bisect_left(data.facts, b.loop_start, key=lambda f: f.seq)
             window = old.events[b.loop_from :] + self.new_events
-            history = TailHistory(data.batch_sizes, loop_spans(data.facts[first:], joins=data.joins))
+            tail = data.facts[first:]
+            history = TailHistory(data.batch_sizes, loop_spans(tail, joins=data.joins_of(tail)))
             kept, dropped = enforce(window, history)
             if dropped:
                 return None  # the loop is broken: only a full enforcement is right

@@ -37,21 +37,21 @@ def _response_key(e: Event) -> str | None:
 
 
 def model_calls(events: Sequence[Event]) -> list[ModelCall]:
-    """The recorded model calls of ``events`` (one branch, oldest first), in order."""
+    """The recorded model calls of ``events`` (one branch, oldest first), in order. The
+    actions of one response are one call even when their results came between them (a
+    runtime that runs each call as it arrives): no call splits a batch."""
     starts: list[tuple[int, int]] = []  # (position, end)
-    current: str | None = None
+    by_key: dict[str, int] = {}  # response -> its index in starts
     for i, e in enumerate(events):
         key = _response_key(e)
         if key is None:
-            if not e.llm_visible:  # a state update between a batch's actions joins nothing
-                continue
-            current = None
             continue
-        if key != current:
+        k = by_key.get(key)
+        if k is None:
+            by_key[key] = len(starts)
             starts.append((i, i + 1))
-            current = key
         else:
-            starts[-1] = (starts[-1][0], i + 1)
+            starts[k] = (starts[k][0], i + 1)
     return [ModelCall(k, pos, end, events[pos].seq if events[pos].seq is not None else pos)
             for k, (pos, end) in enumerate(starts)]
 

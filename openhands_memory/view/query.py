@@ -22,7 +22,7 @@ import bisect
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from .. import ranges
 from ..events import Event
@@ -72,6 +72,11 @@ class ViewData:
     def joins(self) -> dict[int, int]:
         """Facts that are neighbours on the path though their ids are not (``loop_spans``):
         across a branch point with nothing hidden, or across detached rows (tree.py)."""
+        return self.joins_of(self.facts)
+
+    def joins_of(self, facts: Sequence[RowFacts]) -> dict[int, int]:
+        """``joins`` among ``facts`` only (a run of this view's facts, in order): what a step
+        that extends an open loop needs, at the cost of the loop, not of the history."""
         path = self.path or []
         branch_at = {path[i][0]: path[i - 1][1] for i in range(1, len(path))}
         segment: list[tuple[int, int, int]] = []  # visible intervals, numbered by stretch
@@ -81,7 +86,7 @@ class ViewData:
         out: dict[int, int] = {}
         k = 0
         prev: tuple[int, int] | None = None  # (seq, stretch) of the previous fact
-        for f in self.facts:
+        for f in facts:
             while k + 1 < len(segment) and segment[k][1] < f.seq:
                 k += 1
             here = segment[k][2] if segment else 0
