@@ -31,7 +31,7 @@ from openhands_memory.conversation import EventStore
 from . import factories as f
 from .sdk_shape import sdk_history
 
-TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "conversation", "llm_call")
+TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "conversation", "llm_call", "llm_reply")
 
 
 class Recorder:
@@ -216,8 +216,17 @@ def searches(store: EventStore) -> None:
         conv.read(hits[0].seq)
 
 
+def kept_replies(store: EventStore) -> None:
+    """A replay's model replies, kept and looked up by request hash (llm/cache.py)."""
+    with store.writing() as db:
+        db.keep_llm_reply("k1", "openai/test-model", "{}", "2026-11-25T00:00:00")
+        db.keep_llm_reply("k1", "openai/test-model", "{}", "2026-11-25T00:00:00")  # kept once
+    with store.reading() as db:
+        assert db.llm_reply("k1") == "{}" and db.llm_reply("k2") is None
+
+
 WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written, branch_steps, pinned_steps,
-        searches]
+        searches, kept_replies]
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
@@ -347,7 +356,7 @@ def pg_file(postgres_database_factory) -> str:
 
 # The tables whose rows grow with histories. (PostgreSQL rightly scans a conversation table of
 # a few hundred rows, a page or two; with a fleet's worth its statistics choose the key.)
-PG_HISTORY_TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "llm_call")
+PG_HISTORY_TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "llm_call", "llm_reply")
 PG_COLUMNS = {"conversation_id", "id", "uid", "llm_response_id", "kind", "from_id", "start_id", "until_id",
               "condensation_id", "token_count", "llm_visible"}
 

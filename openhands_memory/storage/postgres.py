@@ -264,14 +264,11 @@ class PostgresSession(Session):
     def search_index_on(self) -> bool:
         return search.postgres_on(self.execute)
 
-    def set_search_index(self, on: bool, progress: search.Progress | None = None) -> bool:
-        if on == self.search_index_on():
-            return False
-        if on:
-            search.create_postgres(self.execute, progress)
-        else:
-            search.drop_postgres(self.execute)
-        return True
+    def _create_search_index(self, progress: search.Progress | None) -> None:
+        search.create_postgres(self.execute, progress)
+
+    def _drop_search_index(self) -> None:
+        search.drop_postgres(self.execute)
 
     def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,
                      filters: SearchFilters) -> list[tuple[int, float]]:

@@ -371,10 +371,16 @@ class Session(InspectionQueries):
         if on == self.search_index_on():
             return False
         if on:
-            search.create_sqlite(self.execute, progress)
+            self._create_search_index(progress)
         else:
-            search.drop_sqlite(self.execute)
+            self._drop_search_index()
         return True
+
+    def _create_search_index(self, progress: search.Progress | None) -> None:
+        search.create_sqlite(self.execute, progress)
+
+    def _drop_search_index(self) -> None:
+        search.drop_sqlite(self.execute)
 
     def _search_key(self, cid: str) -> int | None:
         """The conversation's number in the search index's document ids (SQLite)."""
