@@ -36,13 +36,14 @@ def events_file(path: Path, n: int = N, start: int = 0) -> Path:
 def readers(db: Path) -> list[tuple[str, ...]]:
     return [("conversations", str(db)), ("view", str(db), "c1"), ("history", str(db), "c1"),
             ("export", str(db), "c1"), ("stats", str(db)), ("doctor", str(db), "--full"),
-            ("sql", str(db), "SELECT COUNT(*) FROM event")]
+            ("sql", str(db), "SELECT COUNT(*) FROM event"), ("search-index", str(db)),
+            ("replay", str(db), "c1", "--type", "noop")]  # a replay only reads its source
 
 
 def writers(db: Path, more: Path) -> list[tuple[str, ...]]:
     return [("append", str(db), "c1", str(more)), ("request-condensation", str(db), "c1"),
             ("condense", str(db), "c1", "--type", "recent", "--set", "max_events=4", "--set", "keep_first=1"),
-            ("import", str(db.with_name("new.db")), str(more)),
+            ("import", str(db.with_name("new.db")), str(more)), ("search-index", str(db), "off"),
             ("append", str(db.with_name("new2.db")), "c1", str(more), "--create")]
 
 
