@@ -106,17 +106,25 @@ class Event(BaseModel):
     source: Source = "environment"
     parent_id: str | None = None
 
-    _seq: int | None = PrivateAttr(default=None)
+    # The store id (``seq``) lives in ``__pydantic_private__`` without being declared a
+    # private attribute: a declared one makes pydantic call ``model_post_init`` in Python for
+    # every event it decodes (a third of decoding a long view). Undeclared, the dict is None
+    # until ``with_seq`` sets it; pydantic still copies and compares it with the model.
 
     @property
     def seq(self) -> int | None:
         """Per-conversation sequence number, set when the event was read from a store."""
         # Straight from the private dict: pydantic's attribute lookup costs ~3 us, and the
         # view reads this for every event on every step.
-        return self.__pydantic_private__.get("_seq")  # type: ignore[union-attr]
+        private = self.__pydantic_private__
+        return private.get("_seq") if private else None
 
     def with_seq(self, seq: int) -> "Event":
-        self.__pydantic_private__["_seq"] = seq  # type: ignore[index]  (skips __setattr__)
+        private = self.__pydantic_private__
+        if private is None:  # skips __setattr__, which a frozen model refuses
+            object.__setattr__(self, "__pydantic_private__", {"_seq": seq})
+        else:
+            private["_seq"] = seq
         return self
 
     def to_json_dict(self) -> dict[str, Any]:

@@ -297,6 +297,54 @@ def turns_to_messages(turns: Sequence[Turn], options: Options = DEFAULT) -> list
     return [serialize(t, options, marks.get(i)) for i, t in enumerate(turns)]
 
 
+@dataclass(frozen=True)
+class Serialized:
+    """A view's turns serialized once for ``options``, without the prompt-caching marks
+    (they move to the newest user or tool turn at every step), handed out as copies."""
+
+    turns: Sequence[Turn]
+    options: Options
+    unmarked: list[Msg]
+
+    @classmethod
+    def of(cls, turns: Sequence[Turn], options: Options, prior: "Serialized | None" = None) -> "Serialized":
+        """``prior``: those of the view this one extends; its messages are reused for the
+        turns both share (the same objects: a merge at the seam makes a new turn)."""
+        reuse = 0
+        if prior is not None and prior.options == options:
+            for mine, theirs in zip(turns, prior.turns):
+                if mine is not theirs:
+                    break
+                reuse += 1
+        done = prior.unmarked[:reuse] if reuse else []
+        return cls(turns, options, done + [serialize(t, options) for t in turns[reuse:]])
+
+    def messages(self) -> list[Msg]:
+        """Fresh messages (the caller may change them): the marked turns serialized again,
+        the others copied."""
+        marks = _cache_marks(self.turns) if self.options.cache_prompt else {}
+        return [serialize(self.turns[i], self.options, marks[i]) if i in marks else _copy(m)
+                for i, m in enumerate(self.unmarked)]
+
+
+def _copy(msg: Msg) -> Msg:
+    """A copy of a serialized message that shares only its strings (``copy.deepcopy`` of the
+    shapes ``serialize`` writes, at a fraction of its cost)."""
+    out = msg.copy()
+    content = out.get("content")
+    if type(content) is list:
+        out["content"] = [_copy(p) if "image_url" in p or "cache_control" in p else p.copy() for p in content]
+    calls = out.get("tool_calls")
+    if calls is not None:
+        out["tool_calls"] = [{**c, "function": c["function"].copy()} for c in calls]
+    for key in ("cache_control", "image_url"):
+        if key in out:
+            out[key] = out[key].copy()
+    if "thinking_blocks" in out:
+        out["thinking_blocks"] = [b.copy() for b in out["thinking_blocks"]]
+    return out
+
+
 def events_to_messages(events: Sequence[Event], options: Options = DEFAULT) -> list[Msg]:
     """The provider messages for ``events`` (a view's events, in order)."""
     return turns_to_messages(events_to_turns(events), options)

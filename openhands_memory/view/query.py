@@ -229,7 +229,9 @@ def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: 
     intervals = ranges.complement(runs, upto) if upto >= 0 else []
     rows, edge_rows, summary, last_request = db.view_tail(cid, intervals, upto)
     data = _data(cid, upto, runs, None, rows, edge_rows, summary, last_cond, last_request)
-    data.batch_sizes = db.batch_sizes(cid, upto, _response_ids(data))
+    # Nothing hidden: every action up to ``upto`` was read, so the batches are counted here
+    # (a long view with no condenser would otherwise ask for tens of thousands of counts).
+    data.batch_sizes = _counted(data) if not runs else db.batch_sizes(cid, upto, _response_ids(data))
     return data
 
 
@@ -267,6 +269,16 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
         last_condensation=last_cond,
         last_request=last_request,
     )
+
+
+def _counted(data: ViewData) -> dict[str, int]:
+    """How many actions each response id has among the view's rows."""
+    out: dict[str, int] = {}
+    for e in data.events.values():
+        if e.kind == "ActionEvent":
+            rid = e.llm_response_id  # type: ignore[attr-defined]
+            out[rid] = out.get(rid, 0) + 1
+    return out
 
 
 def _response_ids(data: ViewData) -> set[str]:

@@ -51,6 +51,9 @@ class View:
     # Messages are built once per view; a view extended from another (see ViewCache) builds
     # only its new events' messages on top of the other's.
     _messages: list[Any] | None = field(default=None, repr=False, compare=False)  # messages.Turn
+    # The messages of those turns for the last options asked (messages.Serialized): a step
+    # serializes only its new turns, and each call hands out copies.
+    _serialized: Any = field(default=None, repr=False, compare=False)
     _base: "View | None" = field(default=None, repr=False, compare=False)
     # The view this one was made by appending to (its events are this one's first, the same
     # objects): weakly, so that a run of views never rendered holds no chain of lists.
@@ -174,18 +177,22 @@ class View:
         the SDK does; unlike the SDK, each batch's results follow it directly (see
         docs/architecture.md).
         """
-        from .messages import Options, events_to_turns, turns_to_messages
+        from .messages import Options, Serialized, events_to_turns
 
+        options = Options(vision, reasoning_content, cache_prompt, string_content)
         with collector_paused():
+            prior = None
             if self._messages is None:
                 base = self._base
                 if base is not None and base._messages is not None:
                     self._messages = events_to_turns(self.events[len(base.events):], after=base._messages)
+                    prior = base._serialized
                 else:
                     self._messages = events_to_turns(self.events)
                 self._base = None
-            options = Options(vision, reasoning_content, cache_prompt, string_content)
-            return turns_to_messages(self._messages, options)
+            if self._serialized is None or self._serialized.options != options:
+                self._serialized = Serialized.of(self._messages, options, prior)
+            return self._serialized.messages()
 
     # --- construction ----------------------------------------------------------------
 
