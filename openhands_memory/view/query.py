@@ -250,7 +250,11 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
           edge_rows: list[tuple], summary: tuple | None, last_cond: int | None, last_request: int | None) -> ViewData:
     facts: list[RowFacts] = []
     events: dict[int, Event] = {}
-    for seq, kind, thinking, payload in rows:
+    # Taken off the list as they are decoded, so that a long view never holds every payload
+    # and every decoded event at once (it peaked 190 MB higher at 100k events).
+    rows.reverse()
+    while rows:
+        seq, kind, thinking, payload = rows.pop()
         facts.append(RowFacts(seq, kind, bool(thinking)))
         if payload is not None:
             events[seq] = decode(kind, payload, seq)
