@@ -59,3 +59,34 @@ def test_messages_of_an_extended_view_equal_a_full_build(store, conv):
     mutated = view.to_messages()
     mutated[-1]["content"][0]["cache_control"] = {"type": "ephemeral"}
     assert "cache_control" not in view.to_messages()[-1]["content"][0]
+
+
+def test_each_step_serializes_into_the_same_messages_as_a_fresh_build_for_every_switch(store, conv):
+    """A step reuses the messages of the turns it shares with the rendered view before it;
+    the prompt-caching marks still move to the newest user or tool turn, and what a caller
+    changes in one call's messages never shows in the next."""
+    from openhands_memory.view.messages import Options, events_to_turns, turns_to_messages
+
+    conv.append_many([f.system(), f.user("go")])
+    switches = [dict(), dict(cache_prompt=True), dict(string_content=True, reasoning_content=False)]
+    for i in range(6):
+        conv.append(f.action(f"r{i}", f"c{i}", think=i % 2 == 0))
+        conv.append(f.observation(f"c{i}"))
+        if i == 3:
+            conv.append(f.user("and the tests"))
+        view = conv.view()
+        for kw in switches:
+            expected = turns_to_messages(events_to_turns(view.events), Options(**kw))
+            got = view.to_messages(**kw)
+            assert got == expected
+            for m in got:  # scribble over every container a caller could reach
+                m["role"] = "x"
+                if isinstance(m.get("content"), list):
+                    for part in m["content"]:
+                        part["text"] = "changed"
+                for call in m.get("tool_calls", []):
+                    call["function"]["arguments"] = "{}"
+            assert view.to_messages(**kw) == expected
+    marked = [i for i, m in enumerate(conv.view().to_messages(cache_prompt=True)) if "cache_control" in m
+              or any("cache_control" in p for p in m.get("content", []) if isinstance(p, dict))]
+    assert marked == [0, len(conv.view().to_messages()) - 1]  # the system prompt and the newest result
