@@ -50,3 +50,23 @@ def test_the_collector_is_back_on_after_an_error_inside(restore_gc):
         assert not gc.isenabled()
         raise RuntimeError("boom")
     assert gc.isenabled()
+
+
+def test_a_cycle_made_while_the_collector_is_paused_is_still_collected(restore_gc):
+    """The objects a paused block leaves are moved to the oldest generation, not frozen:
+    garbage among them is collected by the next full collection."""
+    import weakref
+
+    class Node:
+        pass
+
+    gc.enable()
+    with collector_paused():
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle: only the collector can free it
+        gone = weakref.ref(a)
+    del a, b
+    assert gone() is not None
+    gc.collect()
+    assert gone() is None
+    assert gc.get_freeze_count() == 0
