@@ -24,7 +24,7 @@ def _url() -> str:
 def _include_name(name, type_, parent_names) -> bool:
     """The search index (revision 0008, storage/search.py) is not in the SQLModel metadata:
     SQLite's FTS5 tables (and their shadow tables) and queue, PostgreSQL's expression indexes."""
-    if type_ == "table" and name and name.startswith(("event_words", "event_grams", "search_pending")):
+    if type_ == "table" and name and name.startswith(("event_words", "event_grams", "search_pending", "search_state")):
         return False
     return not (type_ == "index" and name in ("ix_event_words", "ix_event_grams"))
 

@@ -116,9 +116,10 @@ def synthesize(column: sa.Column, table: str, i: int) -> Any:
     )
 
 
-#: The search index's tables (revision 0008): derived from the events by triggers, never
-#: written to directly (their checks: tests/test_recall.py).
-SEARCH_TABLES = (search.WORDS, search.GRAMS, search.PENDING)
+#: The search index's tables (revision 0008; the queue until 0011, the watermarks since):
+#: derived from the events by triggers, never written to directly (their checks:
+#: tests/test_recall.py).
+SEARCH_TABLES = (search.WORDS, search.GRAMS, search.STATE, "search_pending")
 
 
 def fill_generically(conn: sa.Connection, meta: sa.MetaData) -> dict[str, list[dict[str, Any]]]:

@@ -31,7 +31,8 @@ from openhands_memory.conversation import EventStore
 from . import factories as f
 from .sdk_shape import sdk_history
 
-TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "conversation", "llm_call", "llm_reply")
+TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "conversation", "llm_call", "llm_reply",
+          "search_state")
 
 
 class Recorder:
@@ -100,6 +101,8 @@ def plan(path: Path, sql: str, params: tuple) -> list[str]:
 ONE_ROW_SEEK = re.compile(r"\bMAX\(|ORDER BY (\w+\.)?id DESC LIMIT 1", re.I)
 # Partial indexes that hold a conversation's few live rows, not its history.
 FEW_ROWS = ("ix_hidden_run_live", "ix_event_jump", "ix_event_pin")
+# Tables keyed by the conversation alone: one row each.
+ONE_PER_CONVERSATION = ("SEARCH search_state USING PRIMARY KEY",)
 
 
 def bad_lines(sql: str, lines: list[str]) -> list[str]:
@@ -113,7 +116,7 @@ def bad_lines(sql: str, lines: list[str]) -> list[str]:
             bad.append(line)
         # "(conversation_id=?)" alone reads every row of the conversation, unless the
         # statement asks for one row at an end of the index (MAX, or ORDER BY id DESC LIMIT 1).
-        few = any(f"INDEX {name} " in line for name in FEW_ROWS)
+        few = any(f"INDEX {name} " in line for name in FEW_ROWS) or line.startswith(ONE_PER_CONVERSATION)
         if re.search(r"\(conversation_id=\?\)$", line) and not (few or ONE_ROW_SEEK.search(sql)):
             bad.append(line)
     return bad

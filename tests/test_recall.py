@@ -195,20 +195,21 @@ def test_snippets_mark_the_match_on_one_line():
     assert snip("nothing here", "zzz", ["zzz"]) == ("nothing here", None)
 
 
-def test_events_wait_in_a_queue_and_are_found_before_and_after_it_flushes(store):
+def test_events_wait_above_the_watermark_and_are_found_before_and_after_a_flush(store):
     """SQLite indexes events in batches (storage/search.FLUSH_AT): a search finds an event
-    whether it still waits or went into the FTS5 tables, and doctor counts both."""
+    whether it is still above the watermark or went into the FTS5 tables, and doctor counts
+    both."""
     from openhands_memory.storage import search as index
 
     conv = store.create_conversation("c")
     at = history(conv, 6)
     assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]  # waiting
-    history(conv, index.FLUSH_AT, error_at=-1)  # enough to flush the queue
+    history(conv, index.FLUSH_AT, error_at=-1)  # enough for a flush
     assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]  # indexed
     assert [h.seq for h in conv.search("config_loade", scope="all")] == [at]
     last = conv.append(f.user("a late KeyError: zyzzyva_overflow"))
     assert [h.seq for h in conv.search("zyzzyva_overflow", scope="all")] == [last]
-    assert last in [h.seq for h in conv.search("KeyErrors", scope="all", limit=3)]  # stemmed in the queue
+    assert last in [h.seq for h in conv.search("KeyErrors", scope="all", limit=3)]  # stemmed above the watermark
     # (the two histories reuse tool call ids, which doctor rightly names; the index is whole)
     assert [p for p in doctor.check(store, full=True).problems if p.check == "search"] == []
 
@@ -236,31 +237,45 @@ def test_the_index_switched_off_and_on_again(store):
         assert seen and seen[-1][0] == seen[-1][1] == len([e for e in conv if e.kind != "SystemPromptEvent"])
 
 
-def test_revision_0010_keeps_the_queue_and_the_index_both_ways(tmp_path):
-    """The queue is rebuilt with its counter (and back): a queued event stays queued and
-    found, an indexed one indexed, and the flush comes at FLUSH_AT either way."""
+def test_revision_0011_turns_the_queue_into_watermarks_and_back(tmp_path):
+    """Down to 0010, the events above the watermark are queued again; up to 0011, what the
+    queue held is indexed and the watermark is the newest event. A search finds an event
+    either way, and the next flush comes FLUSH_AT events past the watermark."""
     import sqlite3
 
     from openhands_memory.storage import search as index
+    from openhands_memory.storage import search_queue
+
+    def counts(path) -> tuple[int, int | None]:
+        db = sqlite3.connect(path)
+        try:
+            docs = db.execute(f"SELECT COUNT(*) FROM {index.WORDS}_docsize").fetchone()[0]
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if index.STATE in tables:
+                return docs, db.execute(f"SELECT MAX(upto) FROM {index.STATE}").fetchone()[0]
+            return docs, -db.execute(f"SELECT COUNT(*) FROM {search_queue.PENDING}").fetchone()[0]
+        finally:
+            db.close()
 
     path = tmp_path / "queue.db"
     location = Location.parse(path)
     with EventStore(path) as store:
         at = history(store.create_conversation("c"), 30, error_at=3)
-    queued = sqlite3.connect(path).execute(f"SELECT COUNT(*) FROM {index.PENDING}").fetchone()[0]
-    assert queued == 61  # the task and 60 tool events (not the system prompt): all wait
-    migrate.apply(location, "0009", backwards=True)
-    old = sqlite3.connect(path)
-    assert [r[1] for r in old.execute(f"PRAGMA table_info({index.PENDING})")] == ["doc", "conversation_id", "seq"]
-    assert old.execute(f"SELECT COUNT(*) FROM {index.PENDING}").fetchone()[0] == queued
-    old.close()
+    assert counts(path) == (0, None)  # 61 searchable events, all above the watermark
+    migrate.apply(location, "0010", backwards=True)
+    assert counts(path) == (0, -61)  # all 61 queued
+    migrate.apply(location, "head")
+    assert counts(path) == (61, 61)  # indexed; the watermark at the newest event (id 61)
+    migrate.apply(location, "0010", backwards=True)
+    assert counts(path) == (61, 0)  # nothing above the watermark: nothing queued
     migrate.apply(location, "head")
     with EventStore(path) as store:
         conv = store.conversation("c")
         assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]
-        history(conv, index.FLUSH_AT // 2, error_at=-1)  # past FLUSH_AT: the queue is flushed
-        counts = sqlite3.connect(path).execute(f"SELECT COUNT(*), MAX(n) FROM {index.PENDING}").fetchone()
-        assert counts[0] < index.FLUSH_AT and counts[0] == counts[1]
+        history(conv, index.FLUSH_AT // 2 - 2, error_at=-1)  # 1,022 events: not yet a flush
+        assert counts(path) == (61, 61)
+        history(conv, 1, error_at=-1)  # the 1,024th past the watermark flushes
+        assert counts(path)[1] == 61 + index.FLUSH_AT
         assert [h.seq for h in conv.search("config_loade", scope="all")] == [at]
         # (the two histories reuse tool call ids, which doctor rightly names; the index is whole)
         assert [p for p in doctor.check(store, full=True).problems if p.check == "search"] == []

@@ -24,6 +24,7 @@ kinds. The index is kept in the transaction that writes the events, by the datab
 the column too, so that the tables are the same, and leaves it NULL for new conversations). The backfill of an existing file reports its
 progress through ``openhands_memory.migrate.progress``. A later revision that copies the
 ``event`` table (batch mode) must create the triggers again: ``storage.search.TRIGGERS``.
+(The queue this revision made is frozen in ``storage/search_queue.py``; 0011 replaced it.)
 """
 from typing import Sequence, Union
 
@@ -50,7 +51,9 @@ def upgrade() -> None:
     from openhands_memory import migrate
 
     if bind.dialect.name == 'sqlite':
-        search.create_sqlite(bind.exec_driver_sql, migrate.progress)
+        from openhands_memory.storage import search_queue
+
+        search_queue.create(bind.exec_driver_sql, migrate.progress)
     else:
         search.create_postgres(bind.exec_driver_sql, migrate.progress)
 
@@ -60,7 +63,9 @@ def downgrade() -> None:
 
     bind = op.get_bind()
     if bind.dialect.name == 'sqlite':
-        search.drop_sqlite(bind.exec_driver_sql)
+        from openhands_memory.storage import search_queue
+
+        search_queue.drop(bind.exec_driver_sql)
     else:
         search.drop_postgres(bind.exec_driver_sql)
     op.drop_index('ux_conversation_search_key', table_name='conversation')

@@ -10,7 +10,7 @@ memory, ``database.connect``): the queue was flushed every 128 events into new F
 that FTS5 then merged four at a time, rewriting each posting at every level; and the flush
 trigger counted the whole queue on every append. Now ``search_pending`` numbers its rows
 (``n``, its rowid, which the flush resets by emptying it), the trigger flushes when
-``n`` reaches ``storage.search.FLUSH_AT`` (1,024), and both FTS5 tables merge 16 segments at
+``n`` reaches ``FLUSH_AT`` (1,024; ``storage/search_queue.py``, where this queue is frozen), and both FTS5 tables merge 16 segments at
 a time (``AUTOMERGE``). Nothing indexed changes; a queued event stays queued.
 
 A file whose index is switched off (no tables) has nothing to change. PostgreSQL keeps its
@@ -38,7 +38,7 @@ def _indexed(bind) -> bool:
 def _rebuild(bind, table: str, triggers: Sequence[str], automerge: int) -> None:
     """The queue made again as ``table`` says (its rows kept, in document order), the
     triggers made again, and FTS5's merge width set."""
-    from openhands_memory.storage import search
+    from openhands_memory.storage import search_queue as search
 
     for name in search.TRIGGER_NAMES:
         bind.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}")
@@ -54,7 +54,7 @@ def _rebuild(bind, table: str, triggers: Sequence[str], automerge: int) -> None:
 
 
 def upgrade() -> None:
-    from openhands_memory.storage import search
+    from openhands_memory.storage import search_queue as search
 
     bind = op.get_bind()
     if _indexed(bind):
@@ -62,7 +62,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    from openhands_memory.storage import search
+    from openhands_memory.storage import search_queue as search
 
     bind = op.get_bind()
     if _indexed(bind):

@@ -1,19 +1,23 @@
 """The full-text index of events' text (revision 0008; the rule: ``searchable.py``).
 
-SQLite: two contentless FTS5 tables kept by triggers on ``event``, through a queue:
+SQLite: two contentless FTS5 tables kept by triggers on ``event``, behind a watermark:
 
 * ``event_words``: porter stemming over unicode61 (diacritics folded), ranked by bm25;
 * ``event_grams``: trigrams with ``detail=none`` (no positions: a quarter of the size of a
   full trigram index), so a fragment matches as the AND of its trigrams and is then confirmed
   against the text (``instr``), which a few candidates cost nothing.
 
-A new event waits in ``search_pending`` (its document id, conversation and id), and every
-``FLUSH_AT`` events the queue goes into both tables at once, in the transaction that filled
-it: FTS5 writes a segment for each transaction, which for single appends was most of their
-cost. The connection keeps its statement journals in memory (``database.connect``): a
-statement that fires triggers keeps one, and in a temporary file it cost more than the
-append. A search reads the queue too, matching each word as a substring of the text (the
-queue holds a conversation's newest events, so it is short, and seldom forgotten).
+``search_state`` keeps each conversation's watermark: its searchable events up to that id are
+in both tables, the newer ones not yet. When an append takes a conversation ``FLUSH_AT``
+events past its watermark, the trigger puts them all in at once, in that transaction, and
+moves the watermark to the new row: FTS5 writes a segment for each transaction, which for
+single appends was most of their cost. Below the threshold an append writes nothing for the
+index (the trigger's condition reads one row): revision 0011 replaced a queue table, whose
+row and index entry each append wrote, by this. The connection keeps its statement journals
+in memory (``database.connect``): a statement that fires triggers keeps one, and in a
+temporary file it cost more than the append. A search reads the events above the watermark
+too, matching each word as a substring of the text (at most ``FLUSH_AT`` rows of the
+conversation, its newest, seldom forgotten).
 
 A document's id is ``conversation.search_key << 32 | event.id``: a conversation's events are
 one range of ids (a search never reads another conversation's), newest last, so that
@@ -66,29 +70,38 @@ def _doc(row: str) -> str:
 
 WORDS = "event_words"
 GRAMS = "event_grams"
-PENDING = "search_pending"
-#: Events wait in ``search_pending`` until this many have, then go into the FTS5 tables in
-#: one batch: FTS5 writes a segment per transaction, and one per appended event cost 1.5 ms;
-#: each segment is then merged into larger ones, so fewer, larger ones cost less again
-#: (revision 0010: 1,024 and ``AUTOMERGE`` made single appends 1.6x faster than 128 and 4).
+STATE = "search_state"
+#: A conversation's events wait (unindexed, found by a scan of the newest rows) until this
+#: many have come after its watermark, then go into the FTS5 tables in one batch: FTS5
+#: writes a segment per transaction, and one per appended event cost 1.5 ms; each segment is
+#: then merged into larger ones, so fewer, larger ones cost less again (1,024 and
+#: ``AUTOMERGE`` made single appends 1.6x faster than 128 and 4).
 FLUSH_AT = 1024
 #: Segments of one size FTS5 lets pile up before it merges them into one (its default: 4).
 #: Fewer merges rewrite each posting fewer times; a search reads a few more segments.
 AUTOMERGE = 16
-PENDING_TABLE = (f"CREATE TABLE {PENDING} (n INTEGER PRIMARY KEY, doc INTEGER NOT NULL UNIQUE, "
-                 "conversation_id TEXT NOT NULL, seq INTEGER NOT NULL)")
+#: The watermark: every searchable event of the conversation with an id up to ``upto`` is in
+#: the FTS5 tables, none above it. No row: nothing indexed yet (-1).
+STATE_TABLE = (f"CREATE TABLE {STATE} (conversation_id TEXT NOT NULL PRIMARY KEY, upto INTEGER NOT NULL) "
+               "WITHOUT ROWID")
 TABLES = (
     f"CREATE VIRTUAL TABLE {WORDS} USING fts5(body, content='', "
     "tokenize='porter unicode61 remove_diacritics 2')",
     f"CREATE VIRTUAL TABLE {GRAMS} USING fts5(body, content='', tokenize='trigram', detail='none')",
-    PENDING_TABLE,
+    STATE_TABLE,
     *(f"INSERT INTO {t}({t}, rank) VALUES ('automerge', {AUTOMERGE})" for t in (WORDS, GRAMS)),
 )
 
 
+def upto_of(cid: str) -> str:
+    """SQL: the watermark of conversation ``cid`` (an SQL expression), -1 when none."""
+    return f"COALESCE((SELECT upto FROM {STATE} WHERE conversation_id = {cid}), -1)"
+
+
 def stem(term: str) -> str:
-    """What a word of a query must hold of an event's text in the queue, where FTS5 cannot
-    stem it: the word less a common English ending ("checking", "checked", "checks": "check")."""
+    """What a word of a query must hold of the text of an event not indexed yet, where FTS5
+    cannot stem it: the word less a common English ending ("checking", "checked", "checks":
+    "check")."""
     word = term.lower()
     for ending in ("ing", "ed", "es", "s"):
         if word.endswith(ending) and len(word) - len(ending) >= 3:
@@ -96,53 +109,59 @@ def stem(term: str) -> str:
     return word
 
 
-def _pending(row: str) -> str:
-    return f"EXISTS (SELECT 1 FROM {PENDING} WHERE doc = {_doc(row)})"
-
-
-def _unindex(row: str, when: str) -> str:
-    """Statements taking ``row`` out of the index (its pending entry, or its documents)."""
+def _index(row: str, when: str, op: str = "") -> str:
+    """Statements putting ``row`` into both tables (``op="delete"``: taking it out; a
+    contentless table is told the text it indexed)."""
+    head = f"{{t}}({{t}}, rowid, body) SELECT 'delete', " if op == "delete" else "{t}(rowid, body) SELECT "
     return "".join(
-        f"INSERT INTO {t}({t}, rowid, body) SELECT 'delete', {_doc(row)}, {sqlite_text(row + '.payload')} "
-        f"WHERE {when} AND NOT {_pending(row)}; "
+        "INSERT INTO " + head.format(t=t) + f"{_doc(row)}, {sqlite_text(row + '.payload')} WHERE {when}; "
         for t in (WORDS, GRAMS)
-    ) + f"DELETE FROM {PENDING} WHERE doc = {_doc(row)}; "
+    )
 
 
-def _queue(row: str, when: str = "1") -> str:
-    return (f"INSERT INTO {PENDING}(doc, conversation_id, seq) SELECT {_doc(row)}, {row}.conversation_id, "
-            f"{row}.id WHERE {when}; ")
+def _searched(row: str) -> str:
+    return f"{row}.kind IN ({KIND_LIST})"
 
 
-_LIVE = "EXISTS (SELECT 1 FROM conversation WHERE id = {row}.conversation_id)"
+def _indexed(row: str) -> str:
+    return f"{_searched(row)} AND {row}.id <= {upto_of(row + '.conversation_id')}"
+
+
+# Every FLUSH_AT events past the watermark, the events between it and the new row go in and
+# the watermark moves up to the row. Only the rows' own conversation: a conversation's
+# events are one run of its primary key, read in id order.
 _FLUSH = "".join(
-    f"INSERT INTO {t}(rowid, body) SELECT p.doc, {sqlite_text('e.payload')} FROM {PENDING} p "
-    "JOIN event e ON e.conversation_id = p.conversation_id AND e.id = p.seq; "
+    f"INSERT INTO {t}(rowid, body) SELECT (c.search_key << {SHIFT}) | e.id, {sqlite_text('e.payload')} "
+    "FROM conversation c JOIN event e ON e.conversation_id = c.id WHERE c.id = new.conversation_id "
+    f"AND e.id > {upto_of('new.conversation_id')} AND e.id <= new.id AND {_searched('e')}; "
     for t in (WORDS, GRAMS)
-) + f"DELETE FROM {PENDING}; "
+) + (f"INSERT INTO {STATE}(conversation_id, upto) VALUES (new.conversation_id, new.id) "
+     "ON CONFLICT(conversation_id) DO UPDATE SET upto = excluded.upto; ")
 TRIGGERS = (
-    f"CREATE TRIGGER event_search_insert AFTER INSERT ON event WHEN new.kind IN ({KIND_LIST}) "
-    f"BEGIN {_queue('new')}END",
-    # ``n`` is the queue's rowid: one more than the largest, so it counts the queue (emptied
-    # by each flush) without a COUNT(*) on every append.
-    f"CREATE TRIGGER search_pending_flush AFTER INSERT ON {PENDING} "
-    f"WHEN new.n >= {FLUSH_AT} BEGIN {_FLUSH}END",
-    # A conversation's cascade deletes its events after its row: its own trigger unindexes them.
-    f"CREATE TRIGGER event_search_delete AFTER DELETE ON event WHEN old.kind IN ({KIND_LIST}) "
-    f"AND {_LIVE.format(row='old')} BEGIN {_unindex('old', '1')}END",
+    # Nothing is written for an event below the threshold: the WHEN reads one row.
+    f"CREATE TRIGGER event_search_flush AFTER INSERT ON event "
+    f"WHEN new.id >= {upto_of('new.conversation_id')} + {FLUSH_AT} BEGIN {_FLUSH}END",
+    # A row written below the watermark (a deleted id written again) is indexed at once.
+    f"CREATE TRIGGER event_search_late AFTER INSERT ON event WHEN {_indexed('new')} "
+    f"BEGIN {_index('new', '1')}END",
+    # A conversation's cascade deletes its events after its row (and watermark): its own
+    # trigger has unindexed them.
+    f"CREATE TRIGGER event_search_delete AFTER DELETE ON event WHEN {_indexed('old')} "
+    f"BEGIN {_index('old', '1', 'delete')}END",
+    # An event above the watermark is indexed from its row when the flush comes to it.
     f"CREATE TRIGGER event_search_update AFTER UPDATE OF kind, payload ON event "
-    f"WHEN old.kind IN ({KIND_LIST}) OR new.kind IN ({KIND_LIST}) BEGIN "
-    f"{_unindex('old', f'old.kind IN ({KIND_LIST})')}{_queue('new', f'new.kind IN ({KIND_LIST})')}END",
+    f"WHEN old.id <= {upto_of('old.conversation_id')} BEGIN "
+    f"{_index('old', _searched('old'), 'delete')}{_index('new', _searched('new'))}END",
     "CREATE TRIGGER conversation_search_delete BEFORE DELETE ON conversation BEGIN "
     + "".join(
         f"INSERT INTO {t}({t}, rowid, body) SELECT 'delete', (old.search_key << {SHIFT}) | e.id, "
-        f"{sqlite_text('e.payload')} FROM event e WHERE e.conversation_id = old.id AND e.kind IN ({KIND_LIST}) "
-        f"AND NOT EXISTS (SELECT 1 FROM {PENDING} WHERE doc = (old.search_key << {SHIFT}) | e.id); "
+        f"{sqlite_text('e.payload')} FROM event e WHERE e.conversation_id = old.id AND {_searched('e')} "
+        f"AND e.id <= {upto_of('old.id')}; "
         for t in (WORDS, GRAMS)
     )
-    + f"DELETE FROM {PENDING} WHERE conversation_id = old.id; END",
+    + f"DELETE FROM {STATE} WHERE conversation_id = old.id; END",
 )
-TRIGGER_NAMES = ("event_search_insert", "search_pending_flush", "event_search_delete", "event_search_update",
+TRIGGER_NAMES = ("event_search_flush", "event_search_late", "event_search_delete", "event_search_update",
                  "conversation_search_delete")
 
 Progress = Callable[[int, int], None]  # (done, total)
@@ -156,24 +175,31 @@ def _scalar(run: Run, text: str, params: tuple = ()) -> Any:
 
 
 def backfill_sqlite(run: Run, progress: Progress | None = None, chunk: int = 20_000) -> int:
-    """Index every event already stored, a chunk of ids at a time; returns how many."""
-    total = _scalar(run, f"SELECT COUNT(*) FROM event WHERE kind IN ({KIND_LIST})") or 0
+    """Index every event stored above each conversation's watermark, a chunk of ids at a
+    time, and move the watermark to its newest event; returns how many were indexed."""
+    total = _scalar(run, f"SELECT COUNT(*) FROM event e WHERE {_searched('e')} "
+                         f"AND e.id > {upto_of('e.conversation_id')}") or 0
     done = 0
-    keys = run("SELECT id, search_key FROM conversation ORDER BY search_key", ()).fetchall()
-    for cid, key in keys:
+    keys = run(f"SELECT id, search_key, {upto_of('id')} FROM conversation ORDER BY search_key", ()).fetchall()
+    text = sqlite_text("payload")
+    for cid, key, upto in keys:
         last = _scalar(run, "SELECT MAX(id) FROM event WHERE conversation_id = ?", (cid,))
-        for lo in range(0, (last if last is not None else -1) + 1, chunk):
-            text = sqlite_text("payload")
+        if last is None or last <= upto:
+            continue
+        for lo in range(upto + 1, last + 1, chunk):
+            hi = min(lo + chunk - 1, last)
             for t in (WORDS, GRAMS):
                 run(
                     f"INSERT INTO {t}(rowid, body) SELECT ({int(key)} << {SHIFT}) | id, {text} FROM event "
                     f"WHERE conversation_id = ? AND id BETWEEN ? AND ? AND kind IN ({KIND_LIST})",
-                    (cid, lo, lo + chunk - 1),
+                    (cid, lo, hi),
                 )
+            run(f"INSERT INTO {STATE}(conversation_id, upto) VALUES (?, ?) "
+                "ON CONFLICT(conversation_id) DO UPDATE SET upto = excluded.upto", (cid, hi))
             done += _scalar(
                 run,
                 f"SELECT COUNT(*) FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? AND kind IN ({KIND_LIST})",
-                (cid, lo, lo + chunk - 1),
+                (cid, lo, hi),
             ) or 0
             if progress is not None:
                 progress(done, total)
@@ -191,7 +217,7 @@ def create_sqlite(run: Run, progress: Progress | None = None) -> None:
 def drop_sqlite(run: Run) -> None:
     for name in TRIGGER_NAMES:
         run(f"DROP TRIGGER IF EXISTS {name}", ())
-    for t in (WORDS, GRAMS, PENDING):
+    for t in (WORDS, GRAMS, STATE):
         run(f"DROP TABLE IF EXISTS {t}", ())
 
 
@@ -274,9 +300,10 @@ def problems(conn: Any) -> list[str]:
     if keyless:
         found.append(f"search: {keyless} conversation(s) have no search_key: their events are not indexed")
     events = conn.execute(f"SELECT COUNT(*) FROM event WHERE kind IN ({KIND_LIST})").fetchone()[0]
-    pending = conn.execute(f"SELECT COUNT(*) FROM {PENDING}").fetchone()[0]
+    indexed = conn.execute(f"SELECT COUNT(*) FROM event e WHERE {_indexed('e')}").fetchone()[0]
     for t in (WORDS, GRAMS):
         docs = conn.execute(f"SELECT COUNT(*) FROM {t}_docsize").fetchone()[0]
-        if docs + pending != events:
-            found.append(f"search: {t} indexes {docs:,} events and {pending:,} wait, but {events:,} are searchable")
+        if docs != indexed:
+            found.append(f"search: {t} indexes {docs:,} events, but {indexed:,} of the {events:,} searchable "
+                         "are at or below their conversation's watermark")
     return found

@@ -424,15 +424,15 @@ class Session(InspectionQueries):
         return sorted(queued + found, reverse=True)[:limit] if queued else found
 
     def _pending_matches(self, cid: str, needles: Sequence[str], upto: int, filters: SearchFilters) -> list[int]:
-        """Ids of the events waiting in the index's queue whose text holds every needle (any
+        """Ids of the events above the index's watermark whose text holds every needle (any
         case): the newest events, not in the FTS5 tables yet (storage/search.py)."""
         where, params = self._search_filters(filters)
         holds = " AND ".join("instr(t, lower(?)) > 0" for _ in needles)
         return [s for (s,) in self.all(
-            f"SELECT seq FROM (SELECT p.seq, lower({search.sqlite_text('e.payload')}) AS t FROM {search.PENDING} p "
-            "JOIN event e ON e.conversation_id = p.conversation_id AND e.id = p.seq "
-            f"WHERE p.conversation_id = ? AND p.seq <= ?{where}) WHERE {holds} ORDER BY seq DESC",
-            (cid, upto, *params, *needles),
+            f"SELECT seq FROM (SELECT e.id AS seq, lower({search.sqlite_text('e.payload')}) AS t FROM event e "
+            f"WHERE e.conversation_id = ? AND e.id > {search.upto_of('?')} AND e.id <= ? "
+            f"AND e.kind IN ({search.KIND_LIST}){where}) WHERE {holds} ORDER BY seq DESC",
+            (cid, cid, upto, *params, *needles),
         )]
 
     def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
