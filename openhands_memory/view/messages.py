@@ -305,6 +305,7 @@ class Serialized:
     turns: Sequence[Turn]
     options: Options
     unmarked: list[Msg]
+    flat: list[bool]  # whether a message's parts hold only strings (``_copy_flat`` copies it)
 
     @classmethod
     def of(cls, turns: Sequence[Turn], options: Options, prior: "Serialized | None" = None) -> "Serialized":
@@ -316,15 +317,41 @@ class Serialized:
                 if mine is not theirs:
                     break
                 reuse += 1
-        done = prior.unmarked[:reuse] if reuse else []
-        return cls(turns, options, done + [serialize(t, options) for t in turns[reuse:]])
+        new = [serialize(t, options) for t in turns[reuse:]]
+        if reuse:
+            return cls(turns, options, prior.unmarked[:reuse] + new, prior.flat[:reuse] + [_flat(m) for m in new])
+        return cls(turns, options, new, [_flat(m) for m in new])
 
     def messages(self) -> list[Msg]:
         """Fresh messages (the caller may change them): the marked turns serialized again,
         the others copied."""
-        marks = _cache_marks(self.turns) if self.options.cache_prompt else {}
-        return [serialize(self.turns[i], self.options, marks[i]) if i in marks else _copy(m)
-                for i, m in enumerate(self.unmarked)]
+        if self.options.cache_prompt:
+            marks = _cache_marks(self.turns)
+            return [serialize(self.turns[i], self.options, marks[i]) if i in marks
+                    else _copy_flat(m) if flat else _copy(m)
+                    for i, (m, flat) in enumerate(zip(self.unmarked, self.flat))]
+        return [_copy_flat(m) if flat else _copy(m) for m, flat in zip(self.unmarked, self.flat)]
+
+
+_FLAT_KEYS = frozenset({"content", "role", "name", "tool_call_id", "tool_calls", "reasoning_content"})
+
+
+def _flat(msg: Msg) -> bool:
+    content = msg.get("content")
+    return msg.keys() <= _FLAT_KEYS and (type(content) is not list or all(p.keys() <= {"type", "text"} for p in content))
+
+
+def _copy_flat(msg: Msg) -> Msg:
+    """``_copy`` of a message whose parts are {type, text} and that has no markers or
+    thinking blocks (nearly all of them): half the checks."""
+    out = msg.copy()
+    content = out.get("content")
+    if type(content) is list:
+        out["content"] = [p.copy() for p in content]
+    calls = out.get("tool_calls")
+    if calls is not None:
+        out["tool_calls"] = [{**c, "function": c["function"].copy()} for c in calls]
+    return out
 
 
 def _copy(msg: Msg) -> Msg:
