@@ -7,7 +7,7 @@ For each workload and size, on a copy of the cached database (bench/common.py):
   * single appends: ``conv.append`` of the workload's next steps (action, observation), one
     event per transaction, with the default durability ("normal": WAL, synchronous=NORMAL)
     and with "full" (an fsync per commit, a quarter as many); ``--single`` events, their
-    overall rate (whole multiples of the search queue's ``FLUSH_AT``, so its flushes count);
+    overall rate (whole multiples of the search index's ``FLUSH_AT``, so its flushes count);
   * batched appends: ``append_many`` in batches of 1,000, ``--batched`` events, median batch;
 and, on the cached database itself (as built: append_many of the whole history):
   * disk per event: the file plus its -wal, divided by the events; the events' mean JSON;
@@ -69,7 +69,7 @@ def next_events(wl: Workload, seed: int, count: int) -> list:
 
 
 def single_rate(path: Path, events: list, durability: str) -> float | None:
-    """Events over the time of all their appends: the search index flushes its queue every
+    """Events over the time of all their appends: the search index takes in a conversation's events every
     ``FLUSH_AT`` events, so a rate over whole multiples of it counts that work, where a
     median of short slices would leave it out."""
     with EventStore(path, create=False, durability=durability) as store:
@@ -109,7 +109,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_arguments(ap, repeats=5)
     ap.add_argument("--single", type=int, default=4 * FLUSH_AT,
-                    help=f"single appends (default {4 * FLUSH_AT:,}: whole flushes of the search queue)")
+                    help=f"single appends (default {4 * FLUSH_AT:,}: whole flushes of the search index)")
     ap.add_argument("--batched", type=int, default=20_000, help="events appended in batches of 1,000 (default 20,000)")
     args = ap.parse_args()
     s = Session("openhands-memory append and disk bench", args,

@@ -193,7 +193,7 @@ def main() -> int:
     add_arguments(ap, repeats=7)
     ap.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="sqlite")
     ap.add_argument("--appends", type=int, default=4 * index.FLUSH_AT,
-                    help=f"single appends per copy (default {4 * index.FLUSH_AT}: whole flushes of the queue)")
+                    help=f"single appends per copy (default {4 * index.FLUSH_AT}: whole flushes of the index)")
     ap.add_argument("--url", help="a PostgreSQL server's postgres database (else a local one kept under DIR/pg)")
     ap.set_defaults(workload="sdk")
     args = ap.parse_args()

@@ -420,8 +420,8 @@ class Session(InspectionQueries):
             f"ORDER BY event_words.rowid DESC LIMIT {int(limit)}",
             (cid, words, key << search.SHIFT, (key << search.SHIFT) | upto, *params),
         )]
-        queued = [(s, 0.0) for s in self._pending_matches(cid, [search.stem(t) for t in terms], upto, filters)]
-        return sorted(queued + found, reverse=True)[:limit] if queued else found
+        waiting = [(s, 0.0) for s in self._pending_matches(cid, [search.stem(t) for t in terms], upto, filters)]
+        return sorted(waiting + found, reverse=True)[:limit] if waiting else found
 
     def _pending_matches(self, cid: str, needles: Sequence[str], upto: int, filters: SearchFilters) -> list[int]:
         """Ids of the events above the index's watermark whose text holds every needle (any
@@ -452,8 +452,8 @@ class Session(InspectionQueries):
             f"ORDER BY event_grams.rowid DESC LIMIT {int(limit)}",
             (cid, grams, key << search.SHIFT, (key << search.SHIFT) | upto, *params, fragment),
         )]
-        queued = self._pending_matches(cid, [fragment], upto, filters)
-        return sorted(queued + found, reverse=True)[:limit] if queued else found
+        waiting = self._pending_matches(cid, [fragment], upto, filters)
+        return sorted(waiting + found, reverse=True)[:limit] if waiting else found
 
     def hidden_by(self, cid: str, seq: int) -> int | None:
         """The condensation whose live hidden run holds ``seq`` (ix_hidden_run_live)."""
