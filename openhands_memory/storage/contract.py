@@ -236,7 +236,9 @@ class Statements(Protocol):
     def set_head(self, cid: str, head: int | None) -> None:
         ...
 
-    def continues(self, cid: str, first: int, parent: str | None) -> bool:
+    def append_point(
+        self, cid: str, parent: str | None, count: Iterable[str] = ()
+    ) -> tuple[int, bool, dict[str, int]] | None:
         ...
 
     def uid_of(self, cid: str, seq: int) -> str | None:

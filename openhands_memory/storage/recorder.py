@@ -80,19 +80,19 @@ class Recorder(ABC):
         the version the write left, how many ActionEvents each response id in ``count`` had
         before these rows — a view cache's batch sizes, read in the same transaction), or
         None when there is no such conversation, or ``FOLLOWS_HEAD`` (nothing written) when
-        the rows need parents of their own (``Session.continues``): HEAD was moved back, or
+        the rows need parents of their own (``Session.append_point``): HEAD was moved back, or
         the first row's ``parent`` (the external id its event names, if any) is not the newest
         row. The writing context then gives them their parents (each row after the first must
         follow the one before).
         A backend may do it in fewer round trips than these statements take (see
         PostgreSQL's)."""
         with self.writing(conversation_id) as db:
-            first = db.last_seq(conversation_id) + 1
-            if first == 0 and not db.conversation_exists(conversation_id):
+            point = db.append_point(conversation_id, parent, count)
+            if point is None:
                 return None
-            if not db.continues(conversation_id, first, parent):
+            first, continues, counts = point
+            if not continues:
                 return FOLLOWS_HEAD
-            counts = db.batch_sizes(conversation_id, first - 1, count) if count else {}
             db.insert_events([(row[0], first + k, *row[2:]) for k, row in enumerate(rows)])
             return first, db.touch(conversation_id), counts
 

@@ -577,15 +577,35 @@ class Session(InspectionQueries):
     def set_head(self, cid: str, head: int | None) -> None:
         self.execute("UPDATE conversation SET head = ? WHERE id = ?", (head, cid))
 
-    def continues(self, cid: str, first: int, parent: str | None) -> bool:
-        """Whether a row at ``first`` whose event names ``parent`` (an external id, or None)
-        simply follows the row before it: HEAD is the newest row, and the event names no
-        parent or that row (see tree.py). One statement: an append asks it every time."""
-        return bool(self.one(
-            "SELECT head IS NULL AND (CAST(? AS TEXT) IS NULL OR (SELECT uid FROM event "
-            "WHERE conversation_id = ? AND id = ?) = CAST(? AS TEXT)) FROM conversation WHERE id = ?",
-            (parent, cid, first - 1, parent, cid),
-        ))
+    def append_point(
+        self, cid: str, parent: str | None, count: Iterable[str] = ()
+    ) -> tuple[int, bool, dict[str, int]] | None:
+        """Where an append goes, in one statement (an append asks it every time): the next
+        id; whether a row there whose event names ``parent`` (an external id, or None) simply
+        follows the newest row (HEAD is the newest row, and the event names no parent or that
+        row: see tree.py); and ``batch_sizes`` up to the newest row for the response ids in
+        ``count`` (one is counted in the same statement: a step's new action). None when
+        there is no such conversation."""
+        rids = sorted(set(count))
+        one = rids if len(rids) == 1 else []
+        # Hinted off conversation_id and id as batch_sizes_sql is: the response-id index.
+        counted = (f", (SELECT COUNT(*) FROM event WHERE {self.no_index('conversation_id')} = c.id "
+                   f"AND kind = 'ActionEvent' AND {self.no_index('id')} <= m.last AND llm_response_id = ?)"
+                   if one else "")
+        row = self.execute(
+            "SELECT m.last, c.head IS NULL AND (CAST(? AS TEXT) IS NULL OR (SELECT uid FROM event "
+            f"WHERE conversation_id = c.id AND id = m.last) = CAST(? AS TEXT)){counted} FROM conversation c, "
+            "(SELECT MAX(id) AS last FROM event WHERE conversation_id = ?) m WHERE c.id = ?",
+            (parent, parent, *one, cid, cid),
+        ).fetchone()
+        if row is None:
+            return None
+        first = (-1 if row[0] is None else row[0]) + 1
+        if one:
+            counts = {one[0]: row[2]} if row[2] else {}
+        else:
+            counts = self.batch_sizes(cid, first - 1, rids) if rids else {}
+        return first, bool(row[1]), counts
 
     def uid_of(self, cid: str, seq: int) -> str | None:
         return self.one("SELECT uid FROM event WHERE conversation_id = ? AND id = ?", (cid, seq))
