@@ -153,6 +153,20 @@ def cached_steps(store: EventStore) -> None:
     conv.view()
 
 
+def bulk_appends(store: EventStore) -> None:
+    """Appends past PostgreSQL's pipelined limit (64 rows) take the generic path, whose
+    one statement (``append_point``) also counts one new response id, or several."""
+    conv = store.conversation("sdk")
+    conv.view()
+    notes = [f.user(f"note {i}") for i in range(70)]
+    conv.append_many(notes[:35] + [f.action("bulk-r1", "bulk-c1"), f.observation("bulk-c1")] + notes[35:])
+    conv.view()
+    conv.append_many([f.user(f"more {i}") for i in range(70)]
+                     + [f.action("bulk-r2", "bulk-c2"), f.observation("bulk-c2"),
+                        f.action("bulk-r3", "bulk-c3"), f.observation("bulk-c3")])
+    conv.view()
+
+
 def token_trigger_steps(store: EventStore) -> None:
     conv = store.conversation("sdk")
     condenser = LLMSummarizingCondenser(max_size=10_000, max_tokens=1_000_000, keep_first=4, tokenizer="chars/4")
@@ -228,8 +242,8 @@ def kept_replies(store: EventStore) -> None:
         assert db.llm_reply("k1") == "{}" and db.llm_reply("k2") is None
 
 
-WORK = [first_view, view_at, cached_steps, token_trigger_steps, condensation_written, branch_steps, pinned_steps,
-        searches, kept_replies]
+WORK = [first_view, view_at, cached_steps, bulk_appends, token_trigger_steps, condensation_written, branch_steps,
+        pinned_steps, searches, kept_replies]
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
