@@ -68,10 +68,14 @@ def test_each_step_serializes_into_the_same_messages_as_a_fresh_build_for_every_
     from openhands_memory.view.messages import Options, events_to_turns, turns_to_messages
 
     conv.append_many([f.system(), f.user("go")])
-    switches = [dict(), dict(cache_prompt=True), dict(string_content=True, reasoning_content=False)]
-    for i in range(6):
-        conv.append(f.action(f"r{i}", f"c{i}", think=i % 2 == 0))
-        conv.append(f.observation(f"c{i}"))
+    # Each step starts with the switches the step before ended with: those it reuses.
+    switches = [dict(), dict(cache_prompt=True), dict(string_content=True, reasoning_content=False), dict()]
+    for i in range(7):
+        if i == 4:  # the rendered view ends with a user turn, which this one merges into
+            conv.append(f.user("and the docs"))
+        else:
+            conv.append(f.action(f"r{i}", f"c{i}", think=i % 2 == 0))
+            conv.append(f.observation(f"c{i}"))
         if i == 3:
             conv.append(f.user("and the tests"))
         view = conv.view()

@@ -310,13 +310,14 @@ class Serialized:
     @classmethod
     def of(cls, turns: Sequence[Turn], options: Options, prior: "Serialized | None" = None) -> "Serialized":
         """``prior``: those of the view this one extends; its messages are reused for the
-        turns both share (the same objects: a merge at the seam makes a new turn)."""
+        turns both share. ``events_to_turns`` makes the extended turns as the prior ones
+        plus new ones, and only a merge at the seam replaces the last prior one: so the
+        shared ones are found from the seam back, not by a walk over the whole view."""
         reuse = 0
         if prior is not None and prior.options == options:
-            for mine, theirs in zip(turns, prior.turns):
-                if mine is not theirs:
-                    break
-                reuse += 1
+            reuse = min(len(turns), len(prior.turns))
+            while reuse and turns[reuse - 1] is not prior.turns[reuse - 1]:
+                reuse -= 1
         new = [serialize(t, options) for t in turns[reuse:]]
         if reuse:
             return cls(turns, options, prior.unmarked[:reuse] + new, prior.flat[:reuse] + [_flat(m) for m in new])
