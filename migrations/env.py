@@ -23,10 +23,13 @@ def _url() -> str:
 
 def _include_name(name, type_, parent_names) -> bool:
     """The search index (revision 0008, storage/search.py) is not in the SQLModel metadata:
-    SQLite's FTS5 tables (and their shadow tables) and queue, PostgreSQL's expression indexes."""
-    if type_ == "table" and name and name.startswith(("event_words", "event_grams", "search_pending", "search_state")):
+    SQLite's FTS5 tables (and their shadow tables) and queue, PostgreSQL's texts and their
+    indexes (and, before revision 0012, its expression indexes), the watermarks."""
+    if type_ == "table" and name and name.startswith(
+            ("event_words", "event_grams", "search_pending", "search_state", "event_text")):
         return False
-    return not (type_ == "index" and name in ("ix_event_words", "ix_event_grams"))
+    return not (type_ == "index" and name in ("ix_event_words", "ix_event_grams", "ix_event_text_words",
+                                              "ix_event_text_grams"))
 
 
 def _configure(connection) -> None:

@@ -116,10 +116,11 @@ def synthesize(column: sa.Column, table: str, i: int) -> Any:
     )
 
 
-#: The search index's tables (revision 0008; the queue until 0011, the watermarks since):
+#: The search index's tables (revision 0008; the queue until 0011, the watermarks since; on
+#: PostgreSQL, its texts since 0012):
 #: derived from the events by triggers, never written to directly (their checks:
 #: tests/test_recall.py).
-SEARCH_TABLES = (search.WORDS, search.GRAMS, search.STATE, "search_pending")
+SEARCH_TABLES = (search.WORDS, search.GRAMS, search.STATE, "search_pending", search.PG_TEXTS)
 
 
 def fill_generically(conn: sa.Connection, meta: sa.MetaData) -> dict[str, list[dict[str, Any]]]:

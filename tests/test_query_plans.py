@@ -339,7 +339,9 @@ EXPECTED_INDEX = {
     "kind = 'PinEvent'": "ix_event_pin",
 }
 # PostgreSQL's search reads its GIN indexes (SQLite's, its FTS5 tables: no plan to check).
-PG_EXPECTED_INDEX = {"@@": "ix_event_words", "ILIKE": "ix_event_grams"}
+# A fragment may instead be matched against each stored text of a window of ids, read by the
+# primary key (ILIKE over a few KB of text is cheap): the planner weighs the two.
+PG_EXPECTED_INDEX = {"@@": "ix_event_text_words", "ILIKE": "ix_event_text_grams or event_text_pkey"}
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
@@ -430,7 +432,7 @@ def test_postgres_hot_statements_use_indexes(pg_file, work, postgres_database_fa
             assert not pg_bad_nodes(sql, plan["Plan"]), f"{sql}\n  plan: {plan['Plan']}"
             for needle, index in {**EXPECTED_INDEX, **PG_EXPECTED_INDEX}.items():
                 if needle in sql:
-                    assert index in json.dumps(plan), (sql, index, plan["Plan"])
+                    assert any(i in json.dumps(plan) for i in index.split(" or ")), (sql, index, plan["Plan"])
             checked += 1
     assert checked >= 3
 

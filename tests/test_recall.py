@@ -124,7 +124,7 @@ def test_bad_searches_say_why(store):
 
 def test_the_index_follows_deletes_forks_and_rewrites(store):
     conv = store.create_conversation("c")
-    at = history(conv, 12)
+    at = history(conv, flush_at(store) // 2 + 2)  # indexed, not waiting
     copy = conv.fork(at=at, conversation_id="copy")
     assert [h.seq for h in copy.search("frobnicate_widget", scope="all")] == [at]
     store.delete_conversation("c")
@@ -195,22 +195,52 @@ def test_snippets_mark_the_match_on_one_line():
     assert snip("nothing here", "zzz", ["zzz"]) == ("nothing here", None)
 
 
-def test_events_wait_above_the_watermark_and_are_found_before_and_after_a_flush(store):
-    """SQLite indexes events in batches (storage/search.FLUSH_AT): a search finds an event
-    whether it is still above the watermark or went into the FTS5 tables, and doctor counts
-    both."""
+def flush_at(store) -> int:
+    """How many events past its watermark a conversation is indexed at (storage/search.py)."""
     from openhands_memory.storage import search as index
 
+    return index.FLUSH_AT if store.recorder.backend == "sqlite" else index.PG_FLUSH_AT
+
+
+def watermark(store, cid: str) -> int | None:
+    with store.reading() as db:
+        return db.one("SELECT upto FROM search_state WHERE conversation_id = ?", (cid,))
+
+
+def test_events_wait_above_the_watermark_and_are_found_before_and_after_a_flush(store):
+    """Both backends index events in batches (storage/search.py): a search finds an event
+    whether it is still above the watermark or indexed, and doctor counts both."""
     conv = store.create_conversation("c")
     at = history(conv, 6)
+    assert watermark(store, "c") is None
     assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]  # waiting
-    history(conv, index.FLUSH_AT, error_at=-1)  # enough for a flush
+    first = len(conv)
+    history(conv, (flush_at(store) - first - 2) // 2 - 1, error_at=-1)  # short of a flush by two events
+    assert watermark(store, "c") is None and len(conv) == flush_at(store) - 2
+    conv.append_many([f.user("one more"), f.user("and the flush")])
+    assert watermark(store, "c") == flush_at(store) - 1
     assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]  # indexed
     assert [h.seq for h in conv.search("config_loade", scope="all")] == [at]
     last = conv.append(f.user("a late KeyError: zyzzyva_overflow"))
     assert [h.seq for h in conv.search("zyzzyva_overflow", scope="all")] == [last]
     assert last in [h.seq for h in conv.search("KeyErrors", scope="all", limit=3)]  # stemmed above the watermark
+    history(conv, flush_at(store), error_at=-1)  # flushed again, in the middle of append_many's batches
+    assert watermark(store, "c") >= last
+    assert [h.seq for h in conv.search("zyzzyva_overflow", scope="all")] == [last]
     # (the two histories reuse tool call ids, which doctor rightly names; the index is whole)
+    assert [p for p in doctor.check(store, full=True).problems if p.check == "search"] == []
+
+
+def test_an_indexed_event_rewritten_is_found_by_its_new_text_only(store):
+    conv = store.create_conversation("c")
+    at = history(conv, flush_at(store) // 2 + 2)
+    assert watermark(store, "c") >= at  # indexed, not waiting
+    event = conv.get(at).to_json().replace("frobnicate_widget", "quuxify_gadget")
+    with store.writing() as db:
+        db.set_payloads("c", [(at, event)])
+    assert conv.search("frobnicate_widget", scope="all") == []
+    assert [h.seq for h in conv.search("quuxify_gadget", scope="all")] == [at]
+    assert [h.seq for h in conv.search("uxify_gadg", scope="all")] == [at]
     assert [p for p in doctor.check(store, full=True).problems if p.check == "search"] == []
 
 
@@ -279,3 +309,58 @@ def test_revision_0011_turns_the_queue_into_watermarks_and_back(tmp_path):
         assert [h.seq for h in conv.search("config_loade", scope="all")] == [at]
         # (the two histories reuse tool call ids, which doctor rightly names; the index is whole)
         assert [p for p in doctor.check(store, full=True).problems if p.check == "search"] == []
+
+
+def test_revision_0012_moves_postgres_search_into_a_table_of_texts_and_back(postgres_database_factory):
+    """Down to 0011, PostgreSQL's expression indexes are built again and the texts go; up to
+    0012, every searchable event's text is spelled and the watermark is the newest event."""
+    import psycopg
+
+    from openhands_memory.storage import search as index
+    from openhands_memory.storage import search_expression
+
+    def state(url) -> tuple[set[str], int | None, int | None]:
+        with psycopg.connect(url) as conn:
+            names = {r[0] for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() UNION "
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+            if index.PG_TEXTS not in names:
+                return names, None, None
+            texts = conn.execute(f"SELECT COUNT(*) FROM {index.PG_TEXTS}").fetchone()[0]
+            return names, texts, conn.execute(f"SELECT MAX(upto) FROM {index.STATE}").fetchone()[0]
+
+    url = postgres_database_factory()
+    location = Location.parse(url)
+    with EventStore(url) as store:
+        at = history(store.create_conversation("c"), 30, error_at=3)  # 62 events, all waiting
+    names, texts, upto = state(url)
+    assert {index.PG_WORDS_INDEX, index.PG_GRAMS_INDEX} <= names and (texts, upto) == (0, None)
+    migrate.apply(location, "0011", backwards=True)
+    names, texts, _ = state(url)
+    assert {search_expression.WORDS_INDEX, search_expression.GRAMS_INDEX} <= names and texts is None
+    assert index.STATE not in names
+    migrate.apply(location, "head")
+    names, texts, upto = state(url)
+    assert search_expression.WORDS_INDEX not in names and (texts, upto) == (61, 61)  # all but the system prompt
+    with EventStore(url) as store:
+        conv = store.conversation("c")
+        assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]
+        assert [h.seq for h in conv.search("config_loade", scope="all")] == [at]
+        assert doctor.check(store, full=True).healthy
+
+
+def test_doctor_names_a_broken_search_index(store):
+    """A trigger dropped by hand, or a text the index holds that no event has: doctor --full
+    says which, on both backends."""
+    from openhands_memory.storage import search as index
+
+    conv = store.create_conversation("c")
+    history(conv, flush_at(store) // 2 + 2)
+    sqlite = store.recorder.backend == "sqlite"
+    with store.writing() as db:
+        db.execute(f"INSERT INTO {index.WORDS}(rowid, body) VALUES (1, 'stray')" if sqlite
+                   else f"DELETE FROM {index.PG_TEXTS} WHERE conversation_id = 'c' AND id = 3")
+        db.execute("DROP TRIGGER event_search_flush" + ("" if sqlite else " ON event"))
+    found = [p.detail for p in doctor.check(store, full=True).problems if p.check == "search"]
+    assert any("event_search_flush missing" in d for d in found), found
+    assert any("watermark" in d for d in found), found

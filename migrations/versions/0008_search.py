@@ -24,7 +24,8 @@ kinds. The index is kept in the transaction that writes the events, by the datab
 the column too, so that the tables are the same, and leaves it NULL for new conversations). The backfill of an existing file reports its
 progress through ``openhands_memory.migrate.progress``. A later revision that copies the
 ``event`` table (batch mode) must create the triggers again: ``storage.search.TRIGGERS``.
-(The queue this revision made is frozen in ``storage/search_queue.py``; 0011 replaced it.)
+(The queue this revision made is frozen in ``storage/search_queue.py``, 0011 replaced it; its
+PostgreSQL indexes, in ``storage/search_expression.py``, 0012 replaced them.)
 """
 from typing import Sequence, Union
 
@@ -38,8 +39,6 @@ depends_on: Union[str, Sequence[str], None] = None
 
 
 def upgrade() -> None:
-    from openhands_memory.storage import search
-
     with op.batch_alter_table('conversation', schema=None) as batch_op:
         batch_op.add_column(sa.Column('search_key', sa.Integer(), nullable=True))
     bind = op.get_bind()
@@ -55,19 +54,21 @@ def upgrade() -> None:
 
         search_queue.create(bind.exec_driver_sql, migrate.progress)
     else:
-        search.create_postgres(bind.exec_driver_sql, migrate.progress)
+        from openhands_memory.storage import search_expression
+
+        search_expression.create(bind.exec_driver_sql, migrate.progress)
 
 
 def downgrade() -> None:
-    from openhands_memory.storage import search
-
     bind = op.get_bind()
     if bind.dialect.name == 'sqlite':
         from openhands_memory.storage import search_queue
 
         search_queue.drop(bind.exec_driver_sql)
     else:
-        search.drop_postgres(bind.exec_driver_sql)
+        from openhands_memory.storage import search_expression
+
+        search_expression.drop(bind.exec_driver_sql)
     op.drop_index('ux_conversation_search_key', table_name='conversation')
     with op.batch_alter_table('conversation', schema=None) as batch_op:
         batch_op.drop_column('search_key')

@@ -203,5 +203,5 @@ class InspectionQueries:
     def file_problems(self, full: bool) -> list[str]:
         """What the database engine itself finds wrong (an empty list: nothing). SQLite:
         ``quick_check`` or, with ``full``, ``integrity_check`` and ``foreign_key_check``;
-        PostgreSQL checks its own pages and keys as it goes, so there is nothing to ask."""
+        PostgreSQL: with ``full``, the search index's texts."""
         return []

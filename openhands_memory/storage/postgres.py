@@ -248,7 +248,10 @@ class PostgresSession(Session):
             return self.known_last[1]
         return super().last_seq(cid, upto)
 
-    # --- search: GIN expression indexes on event (storage/search.py) -----------------------
+    # --- search: the texts behind a watermark, and their GIN indexes (storage/search.py) ---
+
+    TEXT_OF_EVENT = search.PG_TEXT_OF.format(e="e")
+    HOLDS = "strpos(t, lower(?)) > 0"
 
     def _windows(self, select: str, params: Sequence[Any], upto: int, limit: int) -> list[tuple]:
         """Rows of ``select`` (a statement ending in an id window, ``BETWEEN ? AND ?``) over
@@ -270,27 +273,32 @@ class PostgresSession(Session):
     def _drop_search_index(self) -> None:
         search.drop_postgres(self.execute)
 
+    def _indexed(self, match: str, where: str) -> str:
+        """The ids of indexed texts matching ``match`` (SQL over ``t.body``) in a window, the
+        event's own columns at hand for the filters. MATERIALIZED: the matches come from the
+        GIN index (the id window cut inside it), never from a walk over the window's rows."""
+        return (f"WITH m AS MATERIALIZED (SELECT t.id FROM {search.PG_TEXTS} t "
+                "JOIN event e ON e.conversation_id = t.conversation_id AND e.id = t.id "
+                f"WHERE t.conversation_id = ? AND {match}{where} AND t.id BETWEEN ? AND ?) SELECT id FROM m")
+
     def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,
                      filters: SearchFilters) -> list[tuple[int, float]]:
         if not terms:
             return []
         where, params = self._search_filters(filters)
-        # MATERIALIZED: the matches come from the GIN index (the id window cut inside it),
-        # never from walking the conversation's rows and spelling each one's text.
+        query = " ".join(terms)
+        words = search.PG_WORDS_OF.format(t="t")
         ids = [r[0] for r in self._windows(
-            f"WITH m AS MATERIALIZED (SELECT e.id FROM event e WHERE e.conversation_id = ? AND e.{search.PG_WHERE} "
-            f"AND {search.PG_VECTOR_OF.format(e='e')} @@ plainto_tsquery('english', ?){where} "
-            "AND e.id BETWEEN ? AND ?) SELECT id FROM m",
-            (cid, " ".join(terms), *params), upto, limit,
+            self._indexed(f"{words} @@ plainto_tsquery('english', ?)", where),
+            (cid, query, *params), upto, limit,
         )]
-        if not ids:
-            return []
-        # Ranked only once found: ts_rank spells each row's text again.
-        return [(s, float(r)) for s, r in self.all(
-            f"SELECT e.id, ts_rank({search.PG_VECTOR_OF.format(e='e')}, plainto_tsquery('english', ?)) FROM event e "
-            f"WHERE e.conversation_id = ? AND e.id IN ({', '.join('?' for _ in ids)}) ORDER BY e.id DESC",
-            (" ".join(terms), cid, *ids),
-        )]
+        found = [(s, float(r)) for s, r in self.all(
+            f"SELECT t.id, ts_rank({words}, plainto_tsquery('english', ?)) FROM {search.PG_TEXTS} t "
+            f"WHERE t.conversation_id = ? AND t.id IN ({', '.join('?' for _ in ids)}) ORDER BY t.id DESC",
+            (query, cid, *ids),
+        )] if ids else []
+        waiting = [(s, 0.0) for s in self._pending_matches(cid, [search.stem(t) for t in terms], upto, filters)]
+        return sorted(waiting + found, reverse=True)[:limit] if waiting else found
 
     def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
                      filters: SearchFilters) -> list[int]:
@@ -298,12 +306,16 @@ class PostgresSession(Session):
             return []
         where, params = self._search_filters(filters)
         pattern = "%" + fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        return [r[0] for r in self._windows(
-            f"WITH m AS MATERIALIZED (SELECT e.id FROM event e WHERE e.conversation_id = ? "
-            f"AND e.{search.PG_WHERE} AND {search.PG_TEXT_OF.format(e='e')} ILIKE ?{where} "
-            "AND e.id BETWEEN ? AND ?) SELECT id FROM m",
-            (cid, pattern, *params), upto, limit,
+        found = [r[0] for r in self._windows(
+            self._indexed("t.body ILIKE ?", where), (cid, pattern, *params), upto, limit,
         )]
+        waiting = self._pending_matches(cid, [fragment], upto, filters)
+        return sorted(waiting + found, reverse=True)[:limit] if waiting else found
+
+    def file_problems(self, full: bool) -> list[str]:
+        # PostgreSQL checks its own pages and keys; what it cannot know is whether the search
+        # index's texts are the events' (a trigger dropped by hand).
+        return search.postgres_problems(self.execute) if full else []
 
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
         # No search_key: PostgreSQL's search indexes are on event itself (storage/search.py).

@@ -423,15 +423,19 @@ class Session(InspectionQueries):
         waiting = [(s, 0.0) for s in self._pending_matches(cid, [search.stem(t) for t in terms], upto, filters)]
         return sorted(waiting + found, reverse=True)[:limit] if waiting else found
 
+    #: SQL: the searchable text of event ``e``, and whether text ``t`` holds a needle.
+    TEXT_OF_EVENT = search.sqlite_text("e.payload")
+    HOLDS = "instr(t, lower(?)) > 0"
+
     def _pending_matches(self, cid: str, needles: Sequence[str], upto: int, filters: SearchFilters) -> list[int]:
         """Ids of the events above the index's watermark whose text holds every needle (any
-        case): the newest events, not in the FTS5 tables yet (storage/search.py)."""
+        case): the newest events, not indexed yet (storage/search.py)."""
         where, params = self._search_filters(filters)
-        holds = " AND ".join("instr(t, lower(?)) > 0" for _ in needles)
         return [s for (s,) in self.all(
-            f"SELECT seq FROM (SELECT e.id AS seq, lower({search.sqlite_text('e.payload')}) AS t FROM event e "
+            f"SELECT seq FROM (SELECT e.id AS seq, lower({self.TEXT_OF_EVENT}) AS t FROM event e "
             f"WHERE e.conversation_id = ? AND e.id > {search.upto_of('?')} AND e.id <= ? "
-            f"AND e.kind IN ({search.KIND_LIST}){where}) WHERE {holds} ORDER BY seq DESC",
+            f"AND e.kind IN ({search.KIND_LIST}){where}) AS waiting WHERE {' AND '.join(self.HOLDS for _ in needles)} "
+            "ORDER BY seq DESC",
             (cid, cid, upto, *params, *needles),
         )]
 
