@@ -12,14 +12,14 @@ bench/postgres.py for PostgreSQL), per size:
     ``conv.search`` on a store opened once;
   * single appends/s: ``conv.append`` of one event per transaction (an action, then its
     observation), ``--appends`` events, on a copy with the index and a copy whose index is
-    switched off (SQLite: its triggers dropped; PostgreSQL: its two indexes dropped),
-    interleaved in blocks of 100;
+    switched off (its triggers dropped), interleaved in blocks of 100;
   * index size ÷ payload bytes: SQLite ``dbstat`` pages of the FTS5 tables; PostgreSQL
-    ``pg_relation_size`` of the two GIN indexes; over ``SUM(LENGTH(payload))``;
-  * backfill events/s: the file taken back to revision 0007 and upgraded to 0008 (SQLite:
-    the FTS5 tables filled by ``storage/search.py``, a chunk of ids at a time; PostgreSQL:
-    the indexes built), all events of the file over the upgrade's wall time, with the peak
-    RSS of the process that ran it.
+    ``pg_total_relation_size`` of the texts (with their primary key and two GIN indexes);
+    over ``SUM(LENGTH(payload))``;
+  * backfill events/s: ``set_search_index(True)`` over the whole file once it is switched
+    off (what the migrations that build the index run: ``storage/search.py``, a chunk of ids
+    at a time), all events of the file over its wall time, with the peak RSS of the process
+    that ran it.
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ def switch_off(url: str) -> None:
     """The index no longer maintained (what the append rate is compared with)."""
     with EventStore(url, create=False) as store, store.writing() as db:
         if url.startswith("postgresql"):
-            db.execute("DROP INDEX ix_event_words")
-            db.execute("DROP INDEX ix_event_grams")
+            db.execute("DROP TRIGGER event_search_flush ON event")
+            db.execute("DROP TRIGGER event_search_update ON event")
         else:
             for name in index.TRIGGER_NAMES:
                 db.execute(f"DROP TRIGGER {name}")
@@ -109,8 +109,8 @@ def appends_per_s(urls: dict[str, str], wl, seed: int, count: int) -> dict[str, 
 def size_share(url: str) -> float:
     with EventStore(url, create=False) as store, store.reading() as db:
         payload = db.one("SELECT SUM(LENGTH(payload)) FROM event")
-        if url.startswith("postgresql"):
-            size = db.one("SELECT pg_relation_size('ix_event_words') + pg_relation_size('ix_event_grams')")
+        if url.startswith("postgresql"):  # the texts, their primary key and their two GIN indexes
+            size = db.one(f"SELECT pg_total_relation_size('{index.PG_TEXTS}')")
         else:
             size = db.one("SELECT SUM(pgsize) FROM dbstat WHERE name LIKE 'event_words%' OR name LIKE 'event_grams%'")
     return size / payload
@@ -118,18 +118,18 @@ def size_share(url: str) -> float:
 
 BACKFILL = """
 import resource, sys, time
-from openhands_memory import migrate
-from openhands_memory.database import Location
-loc = Location.parse(sys.argv[1])
-migrate.apply(loc, "0007", backwards=True)
-t = time.perf_counter()
-migrate.apply(loc, "0008")
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+from openhands_memory.conversation import EventStore
+with EventStore(sys.argv[1], create=False) as store:
+    store.set_search_index(False)
+    t = time.perf_counter()
+    store.set_search_index(True)
+    print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
 
 
 def backfill(url: str, n: int) -> tuple[float, float]:
-    """(events/s, peak RSS MB) of the upgrade to 0008, in a process of its own."""
+    """(events/s, peak RSS MB) of ``search-index on`` over the whole file (what a migration
+    that builds the index runs), in a process of its own."""
     out = subprocess.run([sys.executable, "-c", BACKFILL, url], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     seconds, rss = (float(x) for x in out.stdout.split())

@@ -254,7 +254,7 @@ class PostgresSession(Session):
     HOLDS = "strpos(t, lower(?)) > 0"
 
     def _windows(self, select: str, params: Sequence[Any], upto: int, limit: int) -> list[tuple]:
-        """Rows of ``select`` (a statement ending in an id window, ``BETWEEN ? AND ?``) over
+        """Rows of ``select`` (a statement ending in an id window, ``BETWEEN …``) over
         windows of the newest ids, each four times as wide as the one before, until ``limit``."""
         found: list[tuple] = []
         hi, width = upto, search.PG_WINDOW
@@ -279,7 +279,10 @@ class PostgresSession(Session):
         GIN index (the id window cut inside it), never from a walk over the window's rows."""
         return (f"WITH m AS MATERIALIZED (SELECT t.id FROM {search.PG_TEXTS} t "
                 "JOIN event e ON e.conversation_id = t.conversation_id AND e.id = t.id "
-                f"WHERE t.conversation_id = ? AND {match}{where} AND t.id BETWEEN ? AND ?) SELECT id FROM m")
+                # CAST: psycopg sends a small int as int2, which btree_gin's int4 class cannot
+                # compare; the planner then reads every candidate of the text in the table.
+                f"WHERE t.conversation_id = ? AND {match}{where} "
+                "AND t.id BETWEEN CAST(? AS integer) AND CAST(? AS integer)) SELECT id FROM m")
 
     def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,
                      filters: SearchFilters) -> list[tuple[int, float]]:
