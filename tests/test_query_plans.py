@@ -340,8 +340,8 @@ EXPECTED_INDEX = {
 }
 # PostgreSQL's search reads its GIN indexes (SQLite's, its FTS5 tables: no plan to check).
 # A fragment may instead be matched against each stored text of a window of ids, read by the
-# primary key (ILIKE over a few KB of text is cheap): the planner weighs the two.
-PG_EXPECTED_INDEX = {"@@": "ix_event_text_words", "ILIKE": "ix_event_text_grams or event_text_pkey"}
+# primary key (LIKE over a few KB of text is cheap): the planner weighs the two.
+PG_EXPECTED_INDEX = {"@@": "ix_event_text_words", "LIKE lower": "ix_event_text_grams or event_text_pkey"}
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
@@ -375,7 +375,8 @@ def pg_file(postgres_database_factory) -> str:
 
 # The tables whose rows grow with histories. (PostgreSQL rightly scans a conversation table of
 # a few hundred rows, a page or two; with a fleet's worth its statistics choose the key.)
-PG_HISTORY_TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "llm_call", "llm_reply")
+PG_HISTORY_TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "llm_call", "llm_reply",
+                     "event_text")
 PG_COLUMNS = {"conversation_id", "id", "uid", "llm_response_id", "kind", "from_id", "start_id", "until_id",
               "condensation_id", "token_count", "llm_visible"}
 

@@ -291,7 +291,11 @@ class PostgresSession(Session):
         where, params = self._search_filters(filters)
         query = " ".join(terms)
         words = search.PG_WORDS_OF.format(t="t")
-        ids = [r[0] for r in self._windows(
+        # Words no text holds at all (a fragment of an identifier, read as words) would have
+        # every window read in vain, some 5 ms each; the index alone says so at once.
+        held = self.one(f"SELECT EXISTS (SELECT 1 FROM {search.PG_TEXTS} t "
+                        f"WHERE {words} @@ plainto_tsquery('english', ?))", (query,))
+        ids = [] if not held else [r[0] for r in self._windows(
             self._indexed(f"{words} @@ plainto_tsquery('english', ?)", where),
             (cid, query, *params), upto, limit,
         )]
@@ -310,7 +314,7 @@ class PostgresSession(Session):
         where, params = self._search_filters(filters)
         pattern = "%" + fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         found = [r[0] for r in self._windows(
-            self._indexed("t.body ILIKE ?", where), (cid, pattern, *params), upto, limit,
+            self._indexed("t.body LIKE lower(?)", where), (cid, pattern, *params), upto, limit,
         )]
         waiting = self._pending_matches(cid, [fragment], upto, filters)
         return sorted(waiting + found, reverse=True)[:limit] if waiting else found

@@ -249,6 +249,10 @@ PG_FUNCTION = (
     f"WHERE jsonb_typeof(value) = 'string' AND key IN ({KEY_LIST}) $$"
 )
 PG_TEXT_OF = "ohm_search_text({e}.kind, {e}.payload)"
+#: What ``event_text`` keeps: the text in lower case, so that a fragment is matched with
+#: ``LIKE``; ``ILIKE`` lowers every text it reads again, which tripled the cost of confirming
+#: a candidate.
+PG_BODY_OF = "lower(ohm_search_text({e}.kind, {e}.payload))"
 #: The spelled texts of a conversation's events up to its watermark (``search_state``, as on
 #: SQLite); deleting an event deletes its text (the foreign key).
 PG_TEXTS = "event_text"
@@ -279,12 +283,12 @@ PG_TRIGGER_FUNCTIONS = (
     "FROM new_rows n GROUP BY n.conversation_id LOOP "
     "IF first_id <= mark THEN "
     f"INSERT INTO {PG_TEXTS} (conversation_id, id, body) SELECT n.conversation_id, n.id, t.body "
-    "FROM new_rows n CROSS JOIN LATERAL (SELECT ohm_search_text(n.kind, n.payload) AS body) t "
+    f"FROM new_rows n CROSS JOIN LATERAL (SELECT {PG_BODY_OF.format(e='n')} AS body) t "
     f"WHERE n.conversation_id = conv AND n.id <= mark AND n.{_PG_SEARCHED} AND t.body IS NOT NULL; "
     "END IF; "
     f"IF last_id >= mark + {PG_FLUSH_AT} THEN "
     f"INSERT INTO {PG_TEXTS} (conversation_id, id, body) SELECT e.conversation_id, e.id, t.body "
-    "FROM event e CROSS JOIN LATERAL (SELECT ohm_search_text(e.kind, e.payload) AS body) t "
+    f"FROM event e CROSS JOIN LATERAL (SELECT {PG_BODY_OF.format(e='e')} AS body) t "
     "WHERE e.conversation_id = conv AND e.id > mark AND e.id <= last_id "
     f"AND e.{_PG_SEARCHED} AND t.body IS NOT NULL; "
     f"INSERT INTO {STATE} (conversation_id, upto) VALUES (conv, last_id) "
@@ -299,7 +303,7 @@ PG_TRIGGER_FUNCTIONS = (
     f"IF old.id <= COALESCE((SELECT upto FROM {STATE} WHERE conversation_id = old.conversation_id), -1) THEN "
     f"DELETE FROM {PG_TEXTS} WHERE conversation_id = old.conversation_id AND id = old.id; "
     f"INSERT INTO {PG_TEXTS} (conversation_id, id, body) SELECT new.conversation_id, new.id, t.body "
-    "FROM (SELECT ohm_search_text(new.kind, new.payload) AS body) t "
+    f"FROM (SELECT {PG_BODY_OF.format(e='new')} AS body) t "
     f"WHERE new.{_PG_SEARCHED} AND t.body IS NOT NULL; "
     "END IF; "
     "RETURN NULL; "
@@ -345,7 +349,7 @@ def backfill_postgres(run: Run, progress: Progress | None = None, chunk: int = 2
         for lo in range(upto + 1, last + 1, chunk):
             hi = min(lo + chunk - 1, last)
             run(f"INSERT INTO {PG_TEXTS} (conversation_id, id, body) SELECT e.conversation_id, e.id, t.body "
-                "FROM event e CROSS JOIN LATERAL (SELECT ohm_search_text(e.kind, e.payload) AS body) t "
+                f"FROM event e CROSS JOIN LATERAL (SELECT {PG_BODY_OF.format(e='e')} AS body) t "
                 f"WHERE e.conversation_id = ? AND e.id BETWEEN ? AND ? AND e.{_PG_SEARCHED} AND t.body IS NOT NULL",
                 (cid, lo, hi))
             run(f"INSERT INTO {STATE} (conversation_id, upto) VALUES (?, ?) "
