@@ -214,6 +214,10 @@ def test_events_wait_above_the_watermark_and_are_found_before_and_after_a_flush(
     at = history(conv, 6)
     assert watermark(store, "c") is None
     assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]  # waiting
+    # A needle JSON may escape is matched against the spelled text, not the stored JSON.
+    odd = conv.append_many([f.user('the café crashed on "naïve_ñame" <again>'), f.user("and again")])[0]
+    for needle in ("naïve_ñame", '"naïve', "<again>", "CAFÉ"):
+        assert [h.seq for h in conv.search(needle, scope="all")] == [odd], needle
     first = len(conv)
     history(conv, (flush_at(store) - first - 2) // 2 - 1, error_at=-1)  # short of a flush by two events
     assert watermark(store, "c") is None and len(conv) == flush_at(store) - 2
@@ -364,3 +368,22 @@ def test_doctor_names_a_broken_search_index(store):
     found = [p.detail for p in doctor.check(store, full=True).problems if p.check == "search"]
     assert any("event_search_flush missing" in d for d in found), found
     assert any("watermark" in d for d in found), found
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=st.text(), needle=st.text(min_size=1), after=st.text(), ascii_only=st.booleans())
+def test_a_needle_the_raw_json_is_searched_for_is_in_the_json_of_every_text_holding_it(before, needle, after,
+                                                                                       ascii_only):
+    """Property: the events waiting above the watermark are first searched in their stored
+    JSON (storage/search.raw_safe); that must never miss one whose text holds the needle,
+    whatever the encoder escapes."""
+    import json
+
+    from openhands_memory.storage import search as index
+
+    if not index.raw_safe(needle):
+        return
+    text = before + needle + after
+    for encoded in (json.dumps({"text": text}, ensure_ascii=ascii_only),
+                    json.dumps({"text": text}).replace("<", "\\u003c").replace("&", "\\u0026")):
+        assert needle.lower() in encoded.lower()

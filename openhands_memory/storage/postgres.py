@@ -252,6 +252,7 @@ class PostgresSession(Session):
 
     TEXT_OF_EVENT = search.PG_TEXT_OF.format(e="e")
     HOLDS = "strpos(t, lower(?)) > 0"
+    RAW_HOLDS = "e.payload ILIKE ?"
 
     def _windows(self, select: str, params: Sequence[Any], upto: int, limit: int) -> list[tuple]:
         """Rows of ``select`` (a statement ending in an id window, ``BETWEEN …``) over
@@ -312,9 +313,8 @@ class PostgresSession(Session):
         if len(fragment) < 3:
             return []
         where, params = self._search_filters(filters)
-        pattern = "%" + fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         found = [r[0] for r in self._windows(
-            self._indexed("t.body LIKE lower(?)", where), (cid, pattern, *params), upto, limit,
+            self._indexed("t.body LIKE lower(?)", where), (cid, search.like_pattern(fragment), *params), upto, limit,
         )]
         waiting = self._pending_matches(cid, [fragment], upto, filters)
         return sorted(waiting + found, reverse=True)[:limit] if waiting else found

@@ -101,6 +101,24 @@ def upto_of(cid: str) -> str:
     return f"COALESCE((SELECT upto FROM {STATE} WHERE conversation_id = {cid}), -1)"
 
 
+#: Characters every JSON encoder writes as they are: a needle made of them alone is in the
+#: stored JSON of each event whose text holds it. (Not quotes or backslashes, which JSON
+#: escapes; not ``<``, ``>``, ``&`` or ``'``, which some encoders escape for HTML; nor
+#: anything outside ASCII, which some write as ``\\u`` escapes.)
+_RAW = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.,:;/()[]{}=+*#@!?%$^|~`")
+
+
+def raw_safe(needle: str) -> bool:
+    """Whether ``needle`` can be looked for in an event's stored JSON before its text is
+    spelled: an event whose text holds it has it in its JSON, verbatim in any case."""
+    return bool(needle) and all(c in _RAW for c in needle)
+
+
+def like_pattern(needle: str) -> str:
+    """A LIKE pattern matching text that holds ``needle`` (backslash escapes)."""
+    return "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 def stem(term: str) -> str:
     """What a word of a query must hold of the text of an event not indexed yet, where FTS5
     cannot stem it: the word less a common English ending ("checking", "checked", "checks":
