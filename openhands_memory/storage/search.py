@@ -17,7 +17,8 @@ row and index entry each append wrote, by this. The connection keeps its stateme
 in memory (``database.connect``): a statement that fires triggers keeps one, and in a
 temporary file it cost more than the append. A search reads the events above the watermark
 too, matching each word as a substring of the text (at most ``FLUSH_AT`` rows of the
-conversation, its newest, seldom forgotten).
+conversation, its newest, seldom forgotten): first of their stored JSON, when the needle is
+one no JSON encoder escapes (``raw_safe``), so that only the rows that hold it are spelled.
 
 A document's id is ``conversation.search_key << 32 | event.id``: a conversation's events are
 one range of ids (a search never reads another conversation's), newest last, so that
