@@ -306,7 +306,7 @@ class PostgresSession(Session):
             (query, cid, *ids),
         )] if ids else []
         waiting = [(s, 0.0) for s in self._pending_matches(cid, [search.stem(t) for t in terms], upto, filters)]
-        return sorted(waiting + found, reverse=True)[:limit] if waiting else found
+        return self._newest(found, waiting, limit)
 
     def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
                      filters: SearchFilters) -> list[int]:
@@ -317,7 +317,7 @@ class PostgresSession(Session):
             self._indexed("t.body LIKE lower(?)", where), (cid, search.like_pattern(fragment), *params), upto, limit,
         )]
         waiting = self._pending_matches(cid, [fragment], upto, filters)
-        return sorted(waiting + found, reverse=True)[:limit] if waiting else found
+        return self._newest(found, waiting, limit)
 
     def file_problems(self, full: bool) -> list[str]:
         # PostgreSQL checks its own pages and keys; what it cannot know is whether the search
@@ -325,7 +325,7 @@ class PostgresSession(Session):
         return search.postgres_problems(self.execute) if full else []
 
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
-        # No search_key: PostgreSQL's search indexes are on event itself (storage/search.py).
+        # No search_key: PostgreSQL keys its search texts by the event's own key (storage/search.py).
         import json
 
         self.execute(

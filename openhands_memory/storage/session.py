@@ -421,6 +421,11 @@ class Session(InspectionQueries):
             (cid, words, key << search.SHIFT, (key << search.SHIFT) | upto, *params),
         )]
         waiting = [(s, 0.0) for s in self._pending_matches(cid, [search.stem(t) for t in terms], upto, filters)]
+        return self._newest(found, waiting, limit)
+
+    @staticmethod
+    def _newest(found: list[Any], waiting: list[Any], limit: int) -> list[Any]:
+        """The indexed matches and those waiting above the watermark, newest first."""
         return sorted(waiting + found, reverse=True)[:limit] if waiting else found
 
     #: SQL: the searchable text of event ``e``; whether text ``t`` holds a needle; whether the
@@ -462,7 +467,7 @@ class Session(InspectionQueries):
             (cid, grams, key << search.SHIFT, (key << search.SHIFT) | upto, *params, fragment),
         )]
         waiting = self._pending_matches(cid, [fragment], upto, filters)
-        return sorted(waiting + found, reverse=True)[:limit] if waiting else found
+        return self._newest(found, waiting, limit)
 
     def hidden_by(self, cid: str, seq: int) -> int | None:
         """The condensation whose live hidden run holds ``seq`` (ix_hidden_run_live)."""
