@@ -74,8 +74,12 @@ APPEND_TYPES = ("VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"
 #: snapshot, taken after the lock is granted, sees the previous holder's rows; and no JIT:
 #: the library's statements are short index reads, but the planner prices each interval of
 #: a view at ~10k, so a view of a dozen intervals passed jit_above_cost (100k) and spent
-#: ~10 ms compiling a query that runs in one (measured on the 1M-event SDK history).
-SESSION_SETTINGS = (("default_transaction_isolation", "read\\ committed"), ("jit", "off"))
+#: ~10 ms compiling a query that runs in one (measured on the 1M-event SDK history). No
+#: parallel workers either, for the same reason: a search of the events waiting above the
+#: watermark (a few rows, whose count the planner cannot know) was given two, and their
+#: start-up took 6 ms of a 6 ms statement.
+SESSION_SETTINGS = (("default_transaction_isolation", "read\\ committed"), ("jit", "off"),
+                    ("max_parallel_workers_per_gather", "0"))
 
 
 def _with_options(url: str, settings: list[str]) -> str:
@@ -254,15 +258,19 @@ class PostgresSession(Session):
     HOLDS = "strpos(t, lower(?)) > 0"
     RAW_HOLDS = "e.payload ILIKE ?"
 
-    def _windows(self, select: str, params: Sequence[Any], upto: int, limit: int) -> list[tuple]:
-        """Rows of ``select`` (a statement ending in an id window, ``BETWEEN …``) over
-        windows of the newest ids, each four times as wide as the one before, until ``limit``."""
+    def _windows(self, select: str, params: Sequence[Any], upto: int, limit: int, blocks: bool) -> list[tuple]:
+        """Rows of ``select`` over windows of the newest ids up to ``upto``: its block of
+        ``2 ** PG_BLOCK_BITS`` ids, then four times as many blocks each time, until ``limit``
+        rows. ``select`` ends in a window's first and last id, after (``blocks``) the list of
+        its blocks."""
         found: list[tuple] = []
-        hi, width = upto, search.PG_WINDOW
-        while hi >= 0 and len(found) < limit:
-            lo = max(0, hi - width + 1)
-            found += self.all(f"{select} ORDER BY id DESC LIMIT {int(limit - len(found))}", (*params, lo, hi))
-            hi, width = lo - 1, width * 4
+        top, count = upto >> search.PG_BLOCK_BITS, 1
+        while top >= 0 and len(found) < limit:
+            low = max(0, top - count + 1)
+            bounds = (low << search.PG_BLOCK_BITS, min(upto, ((top + 1) << search.PG_BLOCK_BITS) - 1))
+            window = ([list(range(low, top + 1))] if blocks else []) + list(bounds)
+            found += self.all(f"{select} ORDER BY id DESC LIMIT {int(limit - len(found))}", (*params, *window))
+            top, count = low - 1, count * 4
         return found
 
     def search_index_on(self) -> bool:
@@ -274,16 +282,13 @@ class PostgresSession(Session):
     def _drop_search_index(self) -> None:
         search.drop_postgres(self.execute)
 
-    def _indexed(self, match: str, where: str) -> str:
-        """The ids of indexed texts matching ``match`` (SQL over ``t.body``) in a window, the
-        event's own columns at hand for the filters. MATERIALIZED: the matches come from the
-        GIN index (the id window cut inside it), never from a walk over the window's rows."""
+    def _indexed(self, match: str, window: str, where: str) -> str:
+        """The ids of indexed texts matching ``match`` (SQL over ``t.body``) in ``window``,
+        the event's own columns at hand for the filters. MATERIALIZED: the matches come from
+        the GIN index (the window cut inside it), never from a walk over the window's rows."""
         return (f"WITH m AS MATERIALIZED (SELECT t.id FROM {search.PG_TEXTS} t "
                 "JOIN event e ON e.conversation_id = t.conversation_id AND e.id = t.id "
-                # CAST: psycopg sends a small int as int2, which btree_gin's int4 class cannot
-                # compare; the planner then reads every candidate of the text in the table.
-                f"WHERE t.conversation_id = ? AND {match}{where} "
-                "AND t.id BETWEEN CAST(? AS integer) AND CAST(? AS integer)) SELECT id FROM m")
+                f"WHERE t.conversation_id = ? AND {match}{where} AND {window}) SELECT id FROM m")
 
     def search_words(self, cid: str, terms: Sequence[str], upto: int, limit: int,
                      filters: SearchFilters) -> list[tuple[int, float]]:
@@ -297,8 +302,8 @@ class PostgresSession(Session):
         held = self.one(f"SELECT EXISTS (SELECT 1 FROM {search.PG_TEXTS} t "
                         f"WHERE {words} @@ plainto_tsquery('english', ?))", (query,))
         ids = [] if not held else [r[0] for r in self._windows(
-            self._indexed(f"{words} @@ plainto_tsquery('english', ?)", where),
-            (cid, query, *params), upto, limit,
+            self._indexed(f"{words} @@ plainto_tsquery('english', ?)", search.PG_WORDS_WINDOW, where),
+            (cid, query, *params), upto, limit, blocks=True,
         )]
         found = [(s, float(r)) for s, r in self.all(
             f"SELECT t.id, ts_rank({words}, plainto_tsquery('english', ?)) FROM {search.PG_TEXTS} t "
@@ -314,7 +319,8 @@ class PostgresSession(Session):
             return []
         where, params = self._search_filters(filters)
         found = [r[0] for r in self._windows(
-            self._indexed("t.body LIKE lower(?)", where), (cid, search.like_pattern(fragment), *params), upto, limit,
+            self._indexed("t.body LIKE lower(?)", search.PG_GRAMS_WINDOW, where),
+            (cid, search.like_pattern(fragment), *params), upto, limit, blocks=False,
         )]
         waiting = self._pending_matches(cid, [fragment], upto, filters)
         return self._newest(found, waiting, limit)

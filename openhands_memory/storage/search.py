@@ -31,7 +31,7 @@ PostgreSQL keeps the same watermark (revision 0012): ``ohm_search_text(kind, pay
 the same text, and a statement trigger writes the texts of a conversation's waiting events
 into ``event_text`` once it is ``PG_FLUSH_AT`` past its watermark; GIN indexes on
 ``to_tsvector('english', …)`` and on ``pg_trgm`` trigrams index the texts (with the event id,
-so that a search reads windows of the newest ids: ``PG_WINDOW``), and a fragment is confirmed
+so that a search reads windows of the newest ids: ``PG_BLOCK_BITS``), and a fragment is confirmed
 against the stored text, never spelled again from the JSON. (Until 0012 the two indexes were
 expressions over ``event``, kept by every append: ``search_expression.py``.)
 """
@@ -341,18 +341,30 @@ PG_TABLES = (
     f"CREATE TABLE {STATE} (conversation_id text PRIMARY KEY REFERENCES conversation (id) ON DELETE CASCADE, "
     "upto integer NOT NULL)",
 )
-# The event id is a column of both indexes too (btree_gin): a search asks for a window of
-# the newest ids, and the index cuts its candidates to the window before the text of each
-# is read to confirm it (pg_trgm's matches are only candidates).
+# A search reads windows of the newest ids: the newest block of ``2 ** PG_BLOCK_BITS`` ids,
+# then four times as many blocks each time. Both indexes lead with the id (btree_gin), so
+# that the window is cut inside them:
+# * the words' by the id's block, each an equal key: GIN then reads only the postings of the
+#   window's rows (it skips through a term's posting tree to them). A range of ids is a
+#   partial match instead, which reads every term's whole posting list for each window:
+#   45 ms at 1M events, against 0.6 ms. (The bounds are no index condition, ``+ 0``: the
+#   planner cannot know that the blocks are that range, and read the key's range with the
+#   blocks alone, testing the words of each row.)
+# * the trigrams' by the range of ids. The planner has no statistics for a LIKE pattern and
+#   takes a fragment for rare (95 rows estimated, 198,911 candidates read): given the
+#   blocks as a list, it left them out of the index and confirmed every candidate in the
+#   table (2 s at 1M). A range it keeps.
+# CAST: psycopg sends a small int as int2, which btree_gin's int4 class cannot compare; the
+# planner then reads every candidate of the text in the table.
+PG_BLOCK_BITS = 10
 PG_WORDS_INDEX, PG_GRAMS_INDEX = "ix_event_text_words", "ix_event_text_grams"
 PG_INDEXES = (
-    f"CREATE INDEX {PG_WORDS_INDEX} ON {PG_TEXTS} USING gin (id, {PG_WORDS_OF.format(t=PG_TEXTS)})",
+    f"CREATE INDEX {PG_WORDS_INDEX} ON {PG_TEXTS} USING gin ((id >> {PG_BLOCK_BITS}), {PG_WORDS_OF.format(t=PG_TEXTS)})",
     f"CREATE INDEX {PG_GRAMS_INDEX} ON {PG_TEXTS} USING gin (id, body gin_trgm_ops)",
 )
-#: The first window of ids a PostgreSQL search reads; each next one is four times as wide.
-#: Each window costs a read of its terms' whole posting lists (some 10 ms at 100k events),
-#: so few wide windows beat many narrow ones.
-PG_WINDOW = 1024
+PG_WORDS_WINDOW = (f"(t.id >> {PG_BLOCK_BITS}) = ANY(CAST(? AS integer[])) "
+                   "AND t.id + 0 BETWEEN CAST(? AS integer) AND CAST(? AS integer)")
+PG_GRAMS_WINDOW = "t.id BETWEEN CAST(? AS integer) AND CAST(? AS integer)"
 
 
 def backfill_postgres(run: Run, progress: Progress | None = None, chunk: int = 20_000) -> int:
