@@ -196,36 +196,42 @@ def _scalar(run: Run, text: str, params: tuple = ()) -> Any:
     return rows[0][0] if rows else None
 
 
-def backfill_sqlite(run: Run, progress: Progress | None = None, chunk: int = 20_000) -> int:
+#: Indexes one chunk of a conversation's events: (run, conversation id, its search_key, first
+#: id, last id).
+IndexChunk = Callable[[Run, str, Any, int, int], None]
+
+
+def _backfill(run: Run, index_chunk: IndexChunk, progress: Progress | None, chunk: int) -> int:
     """Index every event stored above each conversation's watermark, a chunk of ids at a
     time, and move the watermark to its newest event; returns how many were indexed."""
     total = _scalar(run, f"SELECT COUNT(*) FROM event e WHERE {_searched('e')} "
                          f"AND e.id > {upto_of('e.conversation_id')}") or 0
     done = 0
-    keys = run(f"SELECT id, search_key, {upto_of('id')} FROM conversation ORDER BY search_key", ()).fetchall()
-    text = sqlite_text("payload")
+    keys = run(f"SELECT id, search_key, {upto_of('id')} FROM conversation ORDER BY search_key, id", ()).fetchall()
     for cid, key, upto in keys:
         last = _scalar(run, "SELECT MAX(id) FROM event WHERE conversation_id = ?", (cid,))
         if last is None or last <= upto:
             continue
         for lo in range(upto + 1, last + 1, chunk):
             hi = min(lo + chunk - 1, last)
-            for t in (WORDS, GRAMS):
-                run(
-                    f"INSERT INTO {t}(rowid, body) SELECT ({int(key)} << {SHIFT}) | id, {text} FROM event "
-                    f"WHERE conversation_id = ? AND id BETWEEN ? AND ? AND kind IN ({KIND_LIST})",
-                    (cid, lo, hi),
-                )
+            index_chunk(run, cid, key, lo, hi)
             run(f"INSERT INTO {STATE}(conversation_id, upto) VALUES (?, ?) "
                 "ON CONFLICT(conversation_id) DO UPDATE SET upto = excluded.upto", (cid, hi))
-            done += _scalar(
-                run,
-                f"SELECT COUNT(*) FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? AND kind IN ({KIND_LIST})",
-                (cid, lo, hi),
-            ) or 0
+            done += _scalar(run, f"SELECT COUNT(*) FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? "
+                                 f"AND {_searched('event')}", (cid, lo, hi)) or 0
             if progress is not None:
                 progress(done, total)
     return done
+
+
+def _index_chunk_sqlite(run: Run, cid: str, key: Any, lo: int, hi: int) -> None:
+    for t in (WORDS, GRAMS):
+        run(f"INSERT INTO {t}(rowid, body) SELECT ({int(key)} << {SHIFT}) | id, {sqlite_text('payload')} FROM event "
+            f"WHERE conversation_id = ? AND id BETWEEN ? AND ? AND {_searched('event')}", (cid, lo, hi))
+
+
+def backfill_sqlite(run: Run, progress: Progress | None = None, chunk: int = 20_000) -> int:
+    return _backfill(run, _index_chunk_sqlite, progress, chunk)
 
 
 def create_sqlite(run: Run, progress: Progress | None = None) -> None:
@@ -289,7 +295,6 @@ PG_WORDS_OF = "ohm_words({t}.body)"
 #: spelled each text twice and fed two GIN indexes, 0.7 ms an append), and a search spells
 #: at most this many texts that wait (~50 us each).
 PG_FLUSH_AT = 128
-_PG_SEARCHED = f"kind IN ({KIND_LIST})"
 # After each statement that inserts events: rows written at or below their conversation's
 # watermark (an id deleted and written again) are indexed at once; a conversation that is
 # PG_FLUSH_AT events past its watermark has all its waiting texts spelled and moves it.
@@ -303,13 +308,13 @@ PG_TRIGGER_FUNCTIONS = (
     "IF first_id <= mark THEN "
     f"INSERT INTO {PG_TEXTS} (conversation_id, id, body) SELECT n.conversation_id, n.id, t.body "
     f"FROM new_rows n CROSS JOIN LATERAL (SELECT {PG_BODY_OF.format(e='n')} AS body) t "
-    f"WHERE n.conversation_id = conv AND n.id <= mark AND n.{_PG_SEARCHED} AND t.body IS NOT NULL; "
+    f"WHERE n.conversation_id = conv AND n.id <= mark AND {_searched('n')} AND t.body IS NOT NULL; "
     "END IF; "
     f"IF last_id >= mark + {PG_FLUSH_AT} THEN "
     f"INSERT INTO {PG_TEXTS} (conversation_id, id, body) SELECT e.conversation_id, e.id, t.body "
     f"FROM event e CROSS JOIN LATERAL (SELECT {PG_BODY_OF.format(e='e')} AS body) t "
     "WHERE e.conversation_id = conv AND e.id > mark AND e.id <= last_id "
-    f"AND e.{_PG_SEARCHED} AND t.body IS NOT NULL; "
+    f"AND {_searched('e')} AND t.body IS NOT NULL; "
     f"INSERT INTO {STATE} (conversation_id, upto) VALUES (conv, last_id) "
     "ON CONFLICT (conversation_id) DO UPDATE SET upto = excluded.upto; "
     "END IF; "
@@ -323,7 +328,7 @@ PG_TRIGGER_FUNCTIONS = (
     f"DELETE FROM {PG_TEXTS} WHERE conversation_id = old.conversation_id AND id = old.id; "
     f"INSERT INTO {PG_TEXTS} (conversation_id, id, body) SELECT new.conversation_id, new.id, t.body "
     f"FROM (SELECT {PG_BODY_OF.format(e='new')} AS body) t "
-    f"WHERE new.{_PG_SEARCHED} AND t.body IS NOT NULL; "
+    f"WHERE {_searched('new')} AND t.body IS NOT NULL; "
     "END IF; "
     "RETURN NULL; "
     "END $$",
@@ -367,29 +372,15 @@ PG_WORDS_WINDOW = (f"(t.id >> {PG_BLOCK_BITS}) = ANY(CAST(? AS integer[])) "
 PG_GRAMS_WINDOW = "t.id BETWEEN CAST(? AS integer) AND CAST(? AS integer)"
 
 
+def _index_chunk_postgres(run: Run, cid: str, key: Any, lo: int, hi: int) -> None:
+    run(f"INSERT INTO {PG_TEXTS} (conversation_id, id, body) SELECT e.conversation_id, e.id, t.body "
+        f"FROM event e CROSS JOIN LATERAL (SELECT {PG_BODY_OF.format(e='e')} AS body) t "
+        f"WHERE e.conversation_id = ? AND e.id BETWEEN ? AND ? AND {_searched('e')} AND t.body IS NOT NULL",
+        (cid, lo, hi))
+
+
 def backfill_postgres(run: Run, progress: Progress | None = None, chunk: int = 20_000) -> int:
-    """Spell the text of every event stored above each conversation's watermark, a chunk of
-    ids at a time, and move the watermark to its newest event; returns how many."""
-    total = _scalar(run, f"SELECT COUNT(*) FROM event e WHERE e.{_PG_SEARCHED} AND e.id > "
-                         f"COALESCE((SELECT upto FROM {STATE} s WHERE s.conversation_id = e.conversation_id), -1)") or 0
-    done = 0
-    tops = run(f"SELECT e.conversation_id, MAX(e.id), COALESCE(MAX(s.upto), -1) FROM event e "
-               f"LEFT JOIN {STATE} s ON s.conversation_id = e.conversation_id "
-               "GROUP BY e.conversation_id ORDER BY e.conversation_id", ()).fetchall()
-    for cid, last, upto in tops:
-        for lo in range(upto + 1, last + 1, chunk):
-            hi = min(lo + chunk - 1, last)
-            run(f"INSERT INTO {PG_TEXTS} (conversation_id, id, body) SELECT e.conversation_id, e.id, t.body "
-                f"FROM event e CROSS JOIN LATERAL (SELECT {PG_BODY_OF.format(e='e')} AS body) t "
-                f"WHERE e.conversation_id = ? AND e.id BETWEEN ? AND ? AND e.{_PG_SEARCHED} AND t.body IS NOT NULL",
-                (cid, lo, hi))
-            run(f"INSERT INTO {STATE} (conversation_id, upto) VALUES (?, ?) "
-                "ON CONFLICT (conversation_id) DO UPDATE SET upto = excluded.upto", (cid, hi))
-            done += _scalar(run, f"SELECT COUNT(*) FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? "
-                                 f"AND {_PG_SEARCHED}", (cid, lo, hi)) or 0
-            if progress is not None:
-                progress(done, total)
-    return done
+    return _backfill(run, _index_chunk_postgres, progress, chunk)
 
 
 def create_postgres(run: Run, progress: Progress | None = None) -> None:
@@ -432,7 +423,7 @@ def postgres_problems(run: Run) -> list[str]:
     upto = f"COALESCE((SELECT upto FROM {STATE} s WHERE s.conversation_id = e.conversation_id), -1)"
     # An event without a text may have none to index (no string under the searched keys):
     # only those are spelled (the function's cost puts it last), not every event.
-    unindexed = _scalar(run, f"SELECT COUNT(*) FROM event e WHERE e.{_PG_SEARCHED} AND e.id <= {upto} "
+    unindexed = _scalar(run, f"SELECT COUNT(*) FROM event e WHERE {_searched('e')} AND e.id <= {upto} "
                              f"AND NOT EXISTS (SELECT 1 FROM {PG_TEXTS} t WHERE t.conversation_id = e.conversation_id "
                              f"AND t.id = e.id) AND {PG_TEXT_OF.format(e='e')} IS NOT NULL") or 0
     if unindexed:
