@@ -353,6 +353,34 @@ def test_revision_0012_moves_postgres_search_into_a_table_of_texts_and_back(post
         assert doctor.check(store, full=True).healthy
 
 
+def test_revision_0013_leads_postgres_trigram_index_with_the_block_and_back(postgres_database_factory):
+    """Up to 0013 the trigram index is keyed by the id's block (probed block by block); down
+    to 0012, by the id again; a fragment is found either side of the move."""
+    import psycopg
+
+    from openhands_memory.storage import search as index
+
+    def grams_key(url) -> str:
+        with psycopg.connect(url) as conn:
+            return conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                                (index.PG_GRAMS_INDEX,)).fetchone()[0].split("USING gin ")[1]
+
+    url = postgres_database_factory()
+    location = Location.parse(url)
+    with EventStore(url) as store:
+        conv = store.create_conversation("c")
+        at = history(conv, 140, error_at=3)  # 282 events: two flushes of the texts
+    assert grams_key(url) == "(((id >> 10)), body gin_trgm_ops)"
+    migrate.apply(location, "0012", backwards=True)
+    assert grams_key(url) == "(id, body gin_trgm_ops)"
+    migrate.apply(location, "head")
+    assert grams_key(url) == "(((id >> 10)), body gin_trgm_ops)"
+    with EventStore(url) as store:
+        conv = store.conversation("c")
+        assert [h.seq for h in conv.search("config_loade", scope="all")] == [at]
+        assert doctor.check(store, full=True).healthy
+
+
 def test_doctor_names_a_broken_search_index(store):
     """A trigger dropped by hand, or a text the index holds that no event has: doctor --full
     says which, on both backends."""
