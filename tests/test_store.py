@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import sqlite3
+import subprocess
+import sys
 import time
 import uuid
 
@@ -540,3 +543,43 @@ def test_the_writing_context_commits_and_updates_the_cached_view_together(db_pat
         assert conv.view().seqs == [0, 3, 4]
         with EventStore(db_path) as other:  # the cache equals a fresh read
             assert other.conversation("c").view().seqs == [0, 3, 4]
+
+
+# A child process: its peak RSS (VmHWM) before and after deleting a conversation, then after
+# switching the search index off.
+_PEAKS = """
+import sys
+from openhands_memory.conversation import EventStore
+
+def peak():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+
+with EventStore(sys.argv[1], create=False) as store:
+    store.conversation("big").view()
+    before = peak()
+    store.delete_conversation("big")
+    deleted = peak()
+    store.set_search_index(False)
+    print(before, deleted, peak())
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmHWM from /proc")
+def test_deleting_a_large_conversation_or_index_holds_no_copy_of_it_in_memory(tmp_path):
+    """SQLite journals every page a statement frees; kept in memory (where appends want their
+    journals), deleting a 1M-event conversation peaked at 2.7 GB. 48 MB of events (and their
+    search index) come and go within a fraction of that (24 MB more, journaled in memory)."""
+    path = tmp_path / "big.db"
+    with EventStore(path) as store:
+        conv = store.create_conversation("big")
+        noise = "".join(f"line {i}: {uuid.uuid4().hex}\n" for i in range(600))  # ~24 KB, incompressible
+        for lo in range(0, 2_000, 500):
+            conv.append_many([f.observation(f"c{i}", noise + str(i)) for i in range(lo, lo + 500)])
+        store.create_conversation("kept").append(f.user())
+    out = subprocess.run([sys.executable, "-c", _PEAKS, str(path)], capture_output=True, text=True, check=True)
+    before, deleted, dropped = (int(x) for x in out.stdout.split())
+    assert deleted - before < 12 and dropped - before < 12, (before, deleted, dropped)
+    with EventStore(path) as store:
+        assert [c.id for c in store.conversations()] == ["kept"] and not store.search_index

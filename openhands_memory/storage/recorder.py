@@ -60,7 +60,9 @@ class Recorder(ABC):
     def close(self) -> None: ...
 
     @contextmanager
-    def writing(self, conversation_id: str | None = None) -> Iterator[Session]:
+    def writing(self, conversation_id: str | None = None, *, large: bool = False) -> Iterator[Session]:
+        """A write transaction. ``large``: one that may change more pages than memory should
+        hold (building or dropping the search index), which SQLite journals in a file."""
         with self._lock:
             session = self.session()
             try:

@@ -225,15 +225,9 @@ def _backfill(run: Run, index_chunk: IndexChunk, progress: Progress | None, chun
 
 
 def _index_chunk_sqlite(run: Run, cid: str, key: Any, lo: int, hi: int) -> None:
-    # Each text is spelled once for both tables, into a table of this connection's own:
-    # ``json_tree`` parses the whole payload, some 11 us of the 80 an event costs.
-    # (Created in the chunk's transaction: a failure rolls it back with the rest.)
-    run("CREATE TEMP TABLE search_spelled (doc INTEGER PRIMARY KEY, body TEXT)", ())
-    run(f"INSERT INTO temp.search_spelled SELECT ({int(key)} << {SHIFT}) | id, {sqlite_text('payload')} "
-        f"FROM event WHERE conversation_id = ? AND id BETWEEN ? AND ? AND {_searched('event')}", (cid, lo, hi))
     for t in (WORDS, GRAMS):
-        run(f"INSERT INTO {t}(rowid, body) SELECT doc, body FROM temp.search_spelled", ())
-    run("DROP TABLE temp.search_spelled", ())
+        run(f"INSERT INTO {t}(rowid, body) SELECT ({int(key)} << {SHIFT}) | id, {sqlite_text('payload')} FROM event "
+            f"WHERE conversation_id = ? AND id BETWEEN ? AND ? AND {_searched('event')}", (cid, lo, hi))
 
 
 def backfill_sqlite(run: Run, progress: Progress | None = None, chunk: int = 20_000) -> int:

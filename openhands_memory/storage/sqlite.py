@@ -68,9 +68,15 @@ class SqliteRecorder(Recorder):
         self.conn.execute("BEGIN IMMEDIATE")
 
     @contextlib.contextmanager
-    def writing(self, conversation_id: str | None = None) -> Iterator[Session]:
+    def writing(self, conversation_id: str | None = None, *, large: bool = False) -> Iterator[Session]:
         """As ``Recorder.writing``; a full disk or a read-only place is the library's one-line
         error (the transaction was rolled back: nothing was written)."""
+        # The connection keeps statement journals in memory (database.connect), and a
+        # statement journals every page it frees: dropping a 1M-event search index held
+        # 545 MB. A large write keeps them in a temporary file (set outside the transaction:
+        # within one, SQLite keeps the journal where it began).
+        if large:
+            self.conn.execute("PRAGMA temp_store=FILE")
         try:
             with super().writing(conversation_id) as session:
                 yield session
@@ -82,6 +88,9 @@ class SqliteRecorder(Recorder):
             with contextlib.suppress(sqlite3.Error):
                 self._rollback(self._session)
             raise found from None
+        finally:
+            if large:
+                self.conn.execute("PRAGMA temp_store=MEMORY")
 
     def _begin_read(self, session: Session) -> None:
         self.conn.execute("BEGIN")
