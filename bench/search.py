@@ -116,21 +116,24 @@ def size_share(url: str) -> float:
     return size / payload
 
 
-# Each in a process of its own: dropping a large index (SQLite frees its every page) peaks
-# higher than building it (545 MB at 1M events), and ru_maxrss would report the drop.
+# Each in a process of its own, so that the build's peak RSS is its own.
 SWITCH_OFF = """
 import sys
 from openhands_memory.conversation import EventStore
 with EventStore(sys.argv[1], create=False) as store:
     store.set_search_index(False)
 """
+# VmHWM, not ru_maxrss: that carries the parent's peak across fork and exec.
 BACKFILL = """
-import resource, sys, time
+import sys, time
+from pathlib import Path
 from openhands_memory.conversation import EventStore
 with EventStore(sys.argv[1], create=False) as store:
     t = time.perf_counter()
     store.set_search_index(True)
-    print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    seconds = time.perf_counter() - t
+hwm = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM:"))
+print(seconds, int(hwm.split()[1]) / 1024)
 """
 
 
