@@ -26,7 +26,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "openhands_memory"
 IMPLEMENTATION = {"storage/session.py", "storage/inspection.py", "storage/sqlite.py", "storage/postgres.py"}
 # Session's own building blocks, which nothing outside the implementation calls.
 HELPERS = {"one", "all", "intervals_cte", "view_ends", "interval_statements", "over_intervals",
-           "edge_statements", "batch_sizes_sql", "path_statement"}
+           "edge_statements", "batch_statements", "batch_sizes_sql", "path_statement"}
 
 
 def _session_calls() -> dict[str, set[str]]:

@@ -207,12 +207,13 @@ class Statements(Protocol):
 
 
     def view_tail(
-        self, cid: str, intervals: Sequence[Run], upto: int
-    ) -> tuple[list[tuple], list[tuple], tuple | None, int | None]:
+        self, cid: str, intervals: Sequence[Run], upto: int, *, count: bool = True
+    ) -> tuple[list[tuple], list[tuple], tuple | None, int | None, dict[str, int]]:
         """What a view reads once its intervals are known, in one ``run_all``: the rows
         (``VIEW_ROW_COLUMNS`` of each), the interval edges (as ``view_edges``), the newest
-        summary (condensation id, its uid, timestamp, summary, offset) and the newest
-        request's id."""
+        summary (condensation id, its uid, timestamp, summary, offset), the newest request's
+        id and (``count``) ``batch_sizes`` up to ``upto`` for the response ids of the rows'
+        actions."""
         ...
 
     def view_edges(self, cid: str, intervals: Sequence[Run]) -> Iterator[tuple[int, int, int | None, Any]]:

@@ -498,19 +498,39 @@ class Session(InspectionQueries):
         return found
 
     def view_tail(
-        self, cid: str, intervals: Sequence[Run], upto: int
-    ) -> tuple[list[tuple], list[tuple], tuple | None, int | None]:
+        self, cid: str, intervals: Sequence[Run], upto: int, *, count: bool = True
+    ) -> tuple[list[tuple], list[tuple], tuple | None, int | None, dict[str, int]]:
         """What a view reads once its intervals are known, in one ``run_all``: the rows
         (``VIEW_ROW_COLUMNS`` of each), the interval edges (as ``view_edges``), the newest
-        summary (condensation id, its uid, timestamp, summary, offset) and the newest
-        request's id."""
+        summary (condensation id, its uid, timestamp, summary, offset), the newest request's
+        id and (``count``) ``batch_sizes`` up to ``upto`` for the response ids of the rows'
+        actions."""
         rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS, ON_PATH)
         edges = self.edge_statements(cid, intervals)
-        results = self.run_all([*rows, *edges, (LATEST_SUMMARY, (cid, upto)), (LAST_REQUEST, (cid, upto))])
+        counts = self.batch_statements(cid, intervals, upto) if count else []
+        results = self.run_all([*rows, *edges, *counts, (LATEST_SUMMARY, (cid, upto)), (LAST_REQUEST, (cid, upto))])
         found_rows = [r for part in results[: len(rows)] for r in part]
         found_edges = [r for part in results[len(rows) : len(rows) + len(edges)] for r in part]
+        sizes = {rid: n for part in results[len(rows) + len(edges) : -2] for rid, n in part}
         summary, request = results[-2], results[-1]
-        return found_rows, found_edges, (summary[0] if summary else None), (request[0][0] if request else None)
+        return (found_rows, found_edges, (summary[0] if summary else None), (request[0][0] if request else None),
+                sizes)
+
+    def batch_statements(self, cid: str, intervals: Sequence[Run], upto: int) -> list[tuple[str, list[Any]]]:
+        """``batch_sizes`` up to ``upto`` for the response ids of the actions in ``intervals``,
+        which the database finds itself: so the counts go with the statements that read those
+        rows, not in a round trip after them."""
+        out = []
+        for part in chunks(intervals, CHUNK):
+            cte, params = self.intervals_cte(part)
+            out.append((
+                f"{cte}SELECT llm_response_id, COUNT(*) FROM event WHERE {self.no_index('conversation_id')} = ? "
+                f"AND kind = 'ActionEvent' AND {self.no_index('id')} <= ? AND llm_response_id IN "
+                f"(SELECT ev.llm_response_id FROM {self.interval_join} WHERE ev.kind = 'ActionEvent'{ON_PATH}) "
+                "GROUP BY llm_response_id",
+                [*params, cid, upto, cid],
+            ))
+        return out
 
     def interval_statements(
         self, cid: str, intervals: Sequence[Run], select: str, where: str = "", *, ordered: bool = True

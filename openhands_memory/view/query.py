@@ -151,9 +151,9 @@ def load(db: Session, cid: str, at: int | None = None) -> ViewData:
 
     A fixed number of statements, whatever the history: the ends, the hidden runs and the
     path, the rows of every visible interval, the interval edges, the batch counts, the
-    summary, the request. They go in three groups (``view_head``, ``view_tail``, the batch
-    counts), each of which a backend may send in one round trip. A path with branches on it
-    takes two statements more (its condensations, its hidden runs) and one group less.
+    summary, the request. They go in two groups (``view_head``, ``view_tail``), each of which
+    a backend may send in one round trip. A path with branches on it takes two statements
+    more (its condensations, its hidden runs) and a group of its own for the batch counts.
     """
     last, last_cond, newest, live, path, pin_rows = db.view_head(cid, at)
     if not path or tree.is_prefix(path):
@@ -227,11 +227,12 @@ def _fold_pins(db: Session, cid: str, pin_rows: list[tuple[int, str]], path: lis
 def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: list[ranges.Run] | None) -> ViewData:
     runs = live if live is not None else hidden.at(db, cid, last_cond)
     intervals = ranges.complement(runs, upto) if upto >= 0 else []
-    rows, edge_rows, summary, last_request = db.view_tail(cid, intervals, upto)
+    # Nothing hidden: every action up to ``upto`` is read, so the batches are counted here
+    # (a long view with no condenser would otherwise have the database count each of its
+    # tens of thousands of response ids).
+    rows, edge_rows, summary, last_request, sizes = db.view_tail(cid, intervals, upto, count=bool(runs))
     data = _data(cid, upto, runs, None, rows, edge_rows, summary, last_cond, last_request)
-    # Nothing hidden: every action up to ``upto`` was read, so the batches are counted here
-    # (a long view with no condenser would otherwise ask for tens of thousands of counts).
-    data.batch_sizes = _counted(data) if not runs else db.batch_sizes(cid, upto, _response_ids(data))
+    data.batch_sizes = _counted(data) if not runs else sizes
     return data
 
 
