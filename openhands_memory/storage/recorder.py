@@ -62,7 +62,8 @@ class Recorder(ABC):
     @contextmanager
     def writing(self, conversation_id: str | None = None, *, large: bool = False) -> Iterator[Session]:
         """A write transaction. ``large``: one that may change more pages than memory should
-        hold (building or dropping the search index), which SQLite journals in a file."""
+        hold (deleting a conversation, building or dropping the search index), which SQLite
+        journals in a file."""
         with self._lock:
             session = self.session()
             try:
