@@ -17,6 +17,7 @@ from openhands_memory.database import Location
 from openhands_memory.errors import EventNotFound
 from openhands_memory.inspection import doctor
 from openhands_memory.searchable import text_of
+from openhands_memory.storage.search import SearchFilters
 
 from . import factories as f
 
@@ -233,6 +234,39 @@ def test_events_wait_above_the_watermark_and_are_found_before_and_after_a_flush(
     assert [h.seq for h in conv.search("zyzzyva_overflow", scope="all")] == [last]
     # (the two histories reuse tool call ids, which doctor rightly names; the index is whole)
     assert [p for p in doctor.check(store, full=True).problems if p.check == "search"] == []
+
+
+@pytest.mark.parametrize("near", [1, 32])
+def test_a_fragment_is_found_in_every_block_newest_first(store, monkeypatch, near):
+    """PostgreSQL probes the newest blocks of 1,024 ids one by one, then reads older ones in
+    one statement (storage/search.py): matches spread over three blocks, some still waiting
+    above the watermark, come back newest first, a page at a time, wherever they are."""
+    from openhands_memory.storage import search as index
+
+    monkeypatch.setattr(index, "PG_GRAMS_NEAR", near)
+    conv = store.create_conversation("c")
+    conv.append_many([f.system(), f.user("Fix the failing parser test")])
+    expected = []
+
+    def steps(first: int, count: int) -> None:
+        texts = [f"passed {i} checks" if i % 65 else f"KeyError in widget_{i}_frobnicate_cache"
+                 for i in range(first, first + count)]
+        seqs = conv.append_many([e for i, t in enumerate(texts, first)
+                                 for e in (f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}", t))])
+        expected.extend(seqs[2 * k + 1] for k, t in enumerate(texts) if "frobnicate" in t)
+
+    for first in range(0, 1_350, 150):
+        steps(first, 150)  # 300 events a transaction: PostgreSQL indexes them at once
+    steps(1_365, 1)  # two more, which wait above the watermark on both backends
+    assert watermark(store, "c") < expected[-1] <= len(conv) - 1
+    expected.sort(reverse=True)
+    last = len(conv) - 1
+    with store.reading() as db:  # the substring list, newest first, before it is fused with the words'
+        for limit in (30, len(expected), 4, 1):
+            assert db.search_grams("c", "_frobnicate_cach", last, limit, SearchFilters()) == expected[:limit]
+        assert db.search_grams("c", "_frobnicate_cach", last, 30, SearchFilters(kinds=("ActionEvent",))) == []
+        assert db.search_grams("c", "_frobnicate_cach", expected[5], 30, SearchFilters()) == expected[5:]
+    assert {h.seq for h in conv.search("_frobnicate_cach", scope="all", limit=30)} == set(expected)
 
 
 def test_an_indexed_event_rewritten_is_found_by_its_new_text_only(store):
