@@ -229,6 +229,14 @@ def searches(store: EventStore) -> None:
         conv.search("plan-c1", scope=scope)
         conv.search("checking", scope=scope)  # a word the texts hold: the words' windows are read
     conv.search("output", kinds=["ObservationEvent"], tools=["terminal"], after="2000-01-01")
+    # A fragment read past the newest block: PostgreSQL's statement for the older ones.
+    from openhands_memory.storage import search as index
+
+    near, index.PG_GRAMS_NEAR = index.PG_GRAMS_NEAR, 1
+    try:
+        conv.search("no_such_fragment", scope="all")
+    finally:
+        index.PG_GRAMS_NEAR = near
     hits = conv.search("output", scope="all")
     if hits:
         conv.read(hits[0].seq)
@@ -422,7 +430,7 @@ def test_postgres_hot_statements_use_indexes(pg_file, work, postgres_database_fa
     finally:
         session.conn = recorder._db
         store.close()
-    checked, windows = 0, set()
+    checked, windows, older = 0, set(), False
     with psycopg.connect(url, autocommit=True) as conn:
         # (repr: a search's window passes its blocks as a list, which is not hashable)
         for sql, params in {(sql, repr(params)): (sql, params) for sql, params in recorder.statements}.values():
@@ -458,9 +466,11 @@ def test_postgres_hot_statements_use_indexes(pg_file, work, postgres_database_fa
                 window, terms = ("(id >> 10) = ANY", "@@") if "@@" in sql else ("(id >> 10) = n.b", "~~")
                 assert any(window in c and terms in c for c in conds), (sql, conds)
                 windows.add(terms)
+            older = older or "t.id < CAST" in sql
             checked += 1
     assert checked >= 3
     assert work is not searches or windows == {"@@", "~~"}, windows  # both kinds of window were read
+    assert work is not searches or older  # and a fragment's older blocks
 
 
 def test_the_postgres_check_catches_a_read_by_conversation_alone(pg_file):
