@@ -56,6 +56,15 @@ def low_on_space(path: Path) -> bool:
     return st.f_bavail * st.f_frsize < LOW_SPACE
 
 
+def temp_folder() -> Path:
+    """Where SQLite puts its temporary files on Unix (``unixTempFileDir``): the first of
+    these that is a folder it may write to."""
+    for candidate in (os.environ.get("SQLITE_TMPDIR"), os.environ.get("TMPDIR"), "/var/tmp", "/usr/tmp", "/tmp"):
+        if candidate and os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+            return Path(candidate)
+    return Path(".")
+
+
 def fault(error: BaseException, path: Path | str, outcome: str) -> StorageFault | None:
     """The library's error for a file-system fault behind ``error`` (None: not one).
     ``outcome`` says what became of the write: "nothing was written", ..."""

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .. import database, sqlite_file
-from ..errors import MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation
+from ..sqlite_file import low_on_space
+from ..errors import DiskFull, MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation
 from . import search
 from .recorder import QueryResult, Recorder
 from .session import IntegrityViolation, Session
@@ -84,6 +85,11 @@ class SqliteRecorder(Recorder):
             found = sqlite_file.fault(e, self.path, "the write was rolled back: nothing was written")
             if found is None:
                 raise
+            temp = sqlite_file.temp_folder()
+            if large and isinstance(found, DiskFull) and low_on_space(temp / "journal") and not low_on_space(self.path):
+                # The file's own disk has room: what filled up is where the journal went.
+                found = DiskFull(str(temp), f"SQLite keeps a large write's journal there (SQLITE_TMPDIR moves it); "
+                                            f"the write to {self.path} was rolled back: nothing was written")
             # A COMMIT that failed for lack of space may leave the transaction open.
             with contextlib.suppress(sqlite3.Error):
                 self._rollback(self._session)

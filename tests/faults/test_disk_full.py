@@ -278,3 +278,23 @@ def test_a_reader_on_a_full_disk_says_so_and_leaves_nothing(small_tmpfs, scale, 
         assert sorted(p.name for p in mount.iterdir()) == ["a.db", "filler"], args
     filler.unlink()
     assert events_in(db) == 40
+
+
+def test_a_full_temporary_folder_fails_a_large_write_and_says_where(small_tmpfs, inputs, tmp_path):
+    """A large write (switching the search index off or on, deleting a conversation)
+    journals in SQLite's temporary folder rather than in memory. With that folder full and
+    the database's own disk roomy, the one line names the folder and SQLITE_TMPDIR, and the
+    index is as it was; with room there, the same command works."""
+    db = tmp_path / "a.db"
+    run_cli("import", db, inputs["big"], "-c", "c1").ok()
+    temp = small_tmpfs(1_000_000)
+    filler = fill(temp, 0)
+    run = run_cli("search-index", db, "off", env={"SQLITE_TMPDIR": str(temp)})
+    line = run.one_error_line()
+    assert f"{temp}: the disk is full" in line and "SQLITE_TMPDIR" in line and str(db) in line, line
+    assert "nothing was written" in line, line
+    assert "is on" in run_cli("search-index", db).ok().stdout
+    assert_healthy(db)
+    filler.unlink()
+    run_cli("search-index", db, "off", env={"SQLITE_TMPDIR": str(temp)}).ok()
+    assert "is off" in run_cli("search-index", db).ok().stdout
