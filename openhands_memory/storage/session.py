@@ -523,13 +523,8 @@ class Session(InspectionQueries):
         out = []
         for part in chunks(intervals, CHUNK):
             cte, params = self.intervals_cte(part)
-            out.append((
-                f"{cte}SELECT llm_response_id, COUNT(*) FROM event WHERE {self.no_index('conversation_id')} = ? "
-                f"AND kind = 'ActionEvent' AND {self.no_index('id')} <= ? AND llm_response_id IN "
-                f"(SELECT ev.llm_response_id FROM {self.interval_join} WHERE ev.kind = 'ActionEvent'{ON_PATH}) "
-                "GROUP BY llm_response_id",
-                [*params, cid, upto, cid],
-            ))
+            actions = f"SELECT ev.llm_response_id FROM {self.interval_join} WHERE ev.kind = 'ActionEvent'{ON_PATH}"
+            out.append((cte + self.batch_sizes_sql(0, actions), [*params, cid, upto, cid]))
         return out
 
     def interval_statements(
@@ -581,15 +576,16 @@ class Session(InspectionQueries):
             out.update(self.all(self.batch_sizes_sql(len(chunk)), (cid, upto, *chunk)))
         return out
 
-    def batch_sizes_sql(self, n: int) -> str:
-        """``batch_sizes``' statement for ``n`` response ids (parameters: cid, upto, ids)."""
+    def batch_sizes_sql(self, n: int, ids: str | None = None) -> str:
+        """``batch_sizes``' statement for ``n`` response ids (parameters: cid, upto, ids), or
+        for those an SQL subquery ``ids`` selects (parameters: cid, upto, its own)."""
         return (
             f"SELECT llm_response_id, COUNT(*) FROM event WHERE {self.no_index('conversation_id')} = ? "
             # Hinted off conversation_id and id: on them the planner may pick the uid or
             # primary key index and read every row of the conversation. The partial
             # response-id index is then the only choice: one seek per batch.
             f"AND kind = 'ActionEvent' AND {self.no_index('id')} <= ? "
-            f"AND llm_response_id IN ({', '.join('?' for _ in range(n))}) "
+            f"AND llm_response_id IN ({ids or ', '.join('?' for _ in range(n))}) "
             f"GROUP BY llm_response_id"
         )
 
