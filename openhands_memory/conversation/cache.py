@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import ranges
-from ..events import ActionEvent, Condensation, CondensationRequest, Event, ObservationBase, PinEvent
+from ..events import OBSERVATION_KINDS, ActionEvent, Condensation, CondensationRequest, Event, PinEvent
 from ..storage import hidden
+from ..storage.codec import decode
 from ..view import View, query
 from ..view.enforcement import enforce, warn
 from ..view.history import RowFacts, TailHistory, loop_spans
+from ..view.stored import Item, Loader, facts, items_of
 
 if TYPE_CHECKING:
     from ..storage import Recorder
@@ -39,18 +41,19 @@ class Boundary:
         if view.dropped:
             return None
         b = cls(set(), set(), None, None)
-        b.add(view.events)
+        b.add(items_of(view.events))
         if not b.track_loop(view, _open_loop_start(facts)):
             return None
         return b
 
-    def add(self, events: Sequence[Event]) -> None:
-        for e in events:
-            if isinstance(e, ActionEvent):
-                self.call_ids.add(e.tool_call_id)
-                self.response_ids.add(e.llm_response_id)
-            elif isinstance(e, ObservationBase):
-                self.call_ids.add(e.tool_call_id)
+    def add(self, events: Sequence[Item]) -> None:
+        for x in events:
+            f = facts(x)
+            if f.kind == "ActionEvent":
+                self.call_ids.add(f.tool_call_id)
+                self.response_ids.add(f.llm_response_id)
+            elif f.kind in OBSERVATION_KINDS:
+                self.call_ids.add(f.tool_call_id)
 
     def track_loop(self, view: View, start: int | None) -> bool:
         """Follow the open loop starting at event ``start``; False if the view lacks it."""
@@ -59,18 +62,19 @@ class Boundary:
         self.loop_start, self.loop_from = start, None
         if start is None:
             return True
-        for pos in range(len(view.events) - 1, -1, -1):
-            if view.events[pos].seq == start:
+        items = items_of(view.events)
+        for pos in range(len(items) - 1, -1, -1):
+            if facts(items[pos]).seq == start:
                 self.loop_from = pos
                 return True
         return False
 
     def admits(self, events: Sequence[Event]) -> bool:
         for e in events:
-            if isinstance(e, ActionEvent):
-                if e.tool_call_id in self.call_ids or e.llm_response_id in self.response_ids:
+            if e.kind == "ActionEvent":
+                if e.tool_call_id in self.call_ids or e.llm_response_id in self.response_ids:  # type: ignore[attr-defined]
                     return False
-            elif isinstance(e, ObservationBase) and e.tool_call_id in self.call_ids:
+            elif e.kind in OBSERVATION_KINDS and e.tool_call_id in self.call_ids:  # type: ignore[attr-defined]
                 return False
         return True
 
@@ -102,6 +106,7 @@ class ViewCache:
     def __init__(self, recorder: "Recorder", conversation_id: str):
         self.recorder = recorder
         self.conversation_id = conversation_id
+        self.loader = stored_loader(recorder, conversation_id)
         self.data: query.ViewData | None = None
         self.version: int | None = None
         self.view: View | None = None
@@ -113,7 +118,7 @@ class ViewCache:
         version = self.recorder.version(self.conversation_id)
         if self.data is None or version != self.version:
             with self.recorder.reading() as db:
-                self.data = query.load(db, self.conversation_id)
+                self.data = query.load(db, self.conversation_id, loader=self.loader)
             self.version = version
             self.view = None
         if self.view is not None and self.new_facts:
@@ -203,7 +208,8 @@ class ViewCache:
             data.upto = e.seq
             if data.path is not None:
                 data.path[-1] = (data.path[-1][0], e.seq)
-            fact = RowFacts(e.seq, e.kind, e.has_thinking)  # type: ignore[attr-defined]
+            fact = RowFacts(e.seq, e.kind, e.has_thinking, e.__dict__.get("tool_call_id"),
+                            e.__dict__.get("llm_response_id"))
             data.facts.append(fact)
             self.new_facts.append(fact)
             if type(e).llm_visible:
@@ -242,7 +248,7 @@ class ViewCache:
     def at(self, seq: int) -> View:
         """The view as it stood right after event ``seq`` (not cached)."""
         with self.recorder.reading() as db:
-            return View.from_data(query.load(db, self.conversation_id, seq))
+            return View.from_data(query.load(db, self.conversation_id, seq, self.loader))
 
     def _fold_condensation(self, data: query.ViewData, cond: Condensation) -> None:
         """Apply a Condensation we just stored to the cached rows in place: drop the rows it
@@ -271,3 +277,15 @@ class ViewCache:
         # The whole view is enforced again (a cut changes what sits next to what).
         self.view, self.boundary = None, None
         self.new_facts, self.new_events = [], []
+
+
+def stored_loader(recorder: "Recorder", conversation_id: str) -> Loader:
+    """How a long view reads back the events it kept no JSON of (``view/stored.py``): by id,
+    each chunk one statement (rows at or below a view's end never change)."""
+
+    def load(seqs: list[int]) -> dict[int, Event]:
+        with recorder.reading(snapshot=False) as db:
+            rows = db.event_rows(conversation_id, seqs)
+        return {seq: decode(kind, payload, seq) for seq, _, kind, _, _, payload in rows}
+
+    return load

@@ -77,7 +77,8 @@ def pin_events(
         made.append(PinEvent(event_id=event.id, event_seq=r.seq, mode=r.mode, label=r.label, group=r.group,
                              rule=r.rule))
     if budget is not None:
-        check_budget(db, cid, Pins(after), {**(data.pinned or {}), **data.events}, budget, counter)
+        pinned = {s: data.event(s) for s in after if s in data.events}  # (the view keeps their JSON)
+        check_budget(db, cid, Pins(after), {**(data.pinned or {}), **pinned}, budget, counter)
     return made
 
 

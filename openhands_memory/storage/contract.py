@@ -38,6 +38,13 @@ class Driver(Protocol):
         """The rows of each statement, in order; a backend may send them together."""
         ...
 
+    def run_streaming(
+        self, streamed: Sequence[tuple[str, Sequence[Any]]], statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> tuple[Iterator[tuple], list[list[tuple]]]:
+        """``run_all(statements)``, and the rows of ``streamed``, taken by the caller inside
+        the transaction (a backend that can reads them a batch at a time)."""
+        ...
+
     def translate(self, error: Exception) -> None:
         """Raise the library's error for a driver error, or return to let it pass."""
         ...
@@ -208,8 +215,8 @@ class Statements(Protocol):
 
     def view_tail(
         self, cid: str, intervals: Sequence[Run], upto: int, *, count: bool = True
-    ) -> tuple[list[tuple], list[tuple], tuple | None, int | None, dict[str, int]]:
-        """What a view reads once its intervals are known, in one ``run_all``: the rows
+    ) -> tuple[Iterator[tuple], list[tuple], tuple | None, int | None, dict[str, int]]:
+        """What a view reads once its intervals are known, in one ``run_streaming``: the rows
         (``VIEW_ROW_COLUMNS`` of each), the interval edges (as ``view_edges``), the newest
         summary (condensation id, its uid, timestamp, summary, offset), the newest request's
         id and (``count``) ``batch_sizes`` up to ``upto`` for the response ids of the rows'
@@ -275,7 +282,7 @@ class Statements(Protocol):
     def branch_tail(
         self, cid: str, intervals: Sequence[Run], edges: Sequence[tuple[int, int, int | None, int | None]],
         path: Sequence[Run],
-    ) -> tuple[list[tuple], list[tuple], tuple | None]:
+    ) -> tuple[Iterator[tuple], list[tuple], tuple | None]:
         ...
 
     def batch_sizes_on(self, cid: str, path: Sequence[Run], rids: Iterable[str]) -> dict[str, int]:

@@ -137,6 +137,13 @@ def _pyformat(text: str) -> str:
     return re.sub(r"\?", "%s", text.replace("%", "%%"))
 
 
+def _drained(parts: list[list[tuple]]) -> Iterator[tuple]:
+    for part in parts:
+        part.reverse()
+        while part:
+            yield part.pop()
+
+
 class PostgresSession(Session):
     # A plain join (or a LATERAL one, which the planner flattens) lets PostgreSQL read the
     # conversation's every row and filter them by interval. ``OFFSET 0`` keeps the LATERAL
@@ -222,6 +229,15 @@ class PostgresSession(Session):
 
         cursors = self.again_if_lost(send, begin)
         return [[tuple(r) for r in cursor.fetchall()] for cursor in cursors]
+
+    def run_streaming(
+        self, streamed: Sequence[tuple[str, Sequence[Any]]], statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> tuple[Iterator[tuple], list[list[tuple]]]:
+        """All in one pipeline (one round trip): the streamed rows arrive with the others,
+        and are handed out taken off their lists, so that what the caller makes of them
+        replaces them rather than adds to them."""
+        results = self.run_all([*streamed, *statements])
+        return _drained(results[: len(streamed)]), results[len(streamed):]
 
     def again_if_lost(self, send: Callable[[], _T], begin: str | None) -> _T:
         """``send()``, translating a failure; a read that has taken no snapshot yet (its

@@ -107,7 +107,10 @@ NON_NODE_LIST = ", ".join(f"'{k}'" for k in NON_NODE_KINDS)
 # statements however many intervals it has.
 CHUNK = 4_000  # intervals per statement (two parameters each)
 #: A view's columns of each row: payloads only of the rows the model sees.
-VIEW_ROW_COLUMNS = "ev.id, ev.kind, ev.has_thinking, CASE WHEN ev.llm_visible THEN ev.payload END"
+VIEW_ROW_COLUMNS = ("ev.id, ev.kind, ev.has_thinking, ev.tool_call_id, ev.llm_response_id, "
+                    "CASE WHEN ev.llm_visible THEN ev.payload END")
+#: How many rows ``Session.run_streaming`` takes from the driver at a time.
+STREAM_BATCH = 256
 #: The rows of a path's intervals that are on it (a detached state update is not: tree.py).
 ON_PATH = " AND ev.detached IS NULL"
 
@@ -167,6 +170,24 @@ class Session(InspectionQueries):
         on one another's results: a backend may send them together (PostgreSQL pipelines
         them into one round trip); here they run one after another."""
         return [self.all(text, params) for text, params in statements]
+
+    def run_streaming(
+        self, streamed: Sequence[tuple[str, Sequence[Any]]], statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> tuple[Iterator[tuple], list[list[tuple]]]:
+        """``run_all(statements)``, and the rows of ``streamed`` as the caller takes them (here
+        read from the file a batch at a time, so that a long view never holds every row at
+        once). The caller takes them inside the same transaction."""
+        return self._stream(streamed), self.run_all(statements)
+
+    def _stream(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> Iterator[tuple]:
+        for text, params in statements:
+            cursor = self.execute(text, params)
+            try:
+                while batch := cursor.fetchmany(STREAM_BATCH):
+                    yield from batch
+            except Exception as e:
+                self.translate(e)
+                raise
 
     def one(self, text: str, params: Sequence[Any] = ()) -> Any:
         row = self.execute(text, params).fetchone()
@@ -499,19 +520,19 @@ class Session(InspectionQueries):
 
     def view_tail(
         self, cid: str, intervals: Sequence[Run], upto: int, *, count: bool = True
-    ) -> tuple[list[tuple], list[tuple], tuple | None, int | None, dict[str, int]]:
-        """What a view reads once its intervals are known, in one ``run_all``: the rows
-        (``VIEW_ROW_COLUMNS`` of each), the interval edges (as ``view_edges``), the newest
-        summary (condensation id, its uid, timestamp, summary, offset), the newest request's
-        id and (``count``) ``batch_sizes`` up to ``upto`` for the response ids of the rows'
-        actions."""
+    ) -> tuple[Iterator[tuple], list[tuple], tuple | None, int | None, dict[str, int]]:
+        """What a view reads once its intervals are known, in one ``run_streaming``: the rows
+        (``VIEW_ROW_COLUMNS`` of each, to be taken inside the transaction), the interval
+        edges (as ``view_edges``), the newest summary (condensation id, its uid, timestamp,
+        summary, offset), the newest request's id and (``count``) ``batch_sizes`` up to
+        ``upto`` for the response ids of the rows' actions."""
         rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS, ON_PATH)
         edges = self.edge_statements(cid, intervals)
         counts = self.batch_statements(cid, intervals, upto) if count else []
-        results = self.run_all([*rows, *edges, *counts, (LATEST_SUMMARY, (cid, upto)), (LAST_REQUEST, (cid, upto))])
-        found_rows = [r for part in results[: len(rows)] for r in part]
-        found_edges = [r for part in results[len(rows) : len(rows) + len(edges)] for r in part]
-        sizes = {rid: n for part in results[len(rows) + len(edges) : -2] for rid, n in part}
+        found_rows, results = self.run_streaming(
+            rows, [*edges, *counts, (LATEST_SUMMARY, (cid, upto)), (LAST_REQUEST, (cid, upto))])
+        found_edges = [r for part in results[: len(edges)] for r in part]
+        sizes = {rid: n for part in results[len(edges) : -2] for rid, n in part}
         summary, request = results[-2], results[-1]
         return (found_rows, found_edges, (summary[0] if summary else None), (request[0][0] if request else None),
                 sizes)
@@ -726,7 +747,7 @@ class Session(InspectionQueries):
     def branch_tail(
         self, cid: str, intervals: Sequence[Run], edges: Sequence[tuple[int, int, int | None, int | None]],
         path: Sequence[Run],
-    ) -> tuple[list[tuple], list[tuple], tuple | None]:
+    ) -> tuple[Iterator[tuple], list[tuple], tuple | None]:
         """``view_tail`` for a view whose path branches: the rows of ``intervals``; the edges
         of each (s, e, the row before s on the path when it is hidden, the row after e when
         hidden), as ``view_edges``; the newest summary on the path."""
@@ -753,9 +774,8 @@ class Session(InspectionQueries):
             "AND summary_offset IS NOT NULL) AS m FROM iv) x)",
             [*params, cid, cid],
         )
-        results = self.run_all([*rows, *edge_sql, summary])
-        found_rows = [r for part in results[: len(rows)] for r in part]
-        found_edges = [r for part in results[len(rows) : len(rows) + len(edge_sql)] for r in part]
+        found_rows, results = self.run_streaming(rows, [*edge_sql, summary])
+        found_edges = [r for part in results[: len(edge_sql)] for r in part]
         return found_rows, found_edges, (results[-1][0] if results[-1] else None)
 
     def batch_sizes_on(self, cid: str, path: Sequence[Run], rids: Iterable[str]) -> dict[str, int]:

@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..events import ActionEvent, Event, ObservationBase
+from ..events import OBSERVATION_KINDS, Event
 from .manipulation import ManipulationIndices
 from .pins import NO_PINS, Pins
 from .properties import (
@@ -24,6 +24,7 @@ from .properties import (
     tool_loop_atomicity,
 )
 from .properties.pinned import Keep
+from .stored import Item, facts
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ class Dropped:
 def enforce(events: Sequence[Event], history: History) -> tuple[list[Event], list[Dropped]]:
     """Apply the properties to a fixpoint. Returns the kept events and what was dropped."""
     kept = list(events)
-    if _holds_all(kept, history):
+    if holds_all(kept, history):
         return kept, []
     dropped: list[Dropped] = []
     restart = True
@@ -61,26 +62,29 @@ def enforce(events: Sequence[Event], history: History) -> tuple[list[Event], lis
     return kept, dropped
 
 
-def _holds_all(events: Sequence[Event], history: History) -> bool:
+def holds_all(events: Sequence[Item], history: History) -> bool:
     """Whether no property would drop anything, in one pass over the events: what almost
     every view gives, and the four passes of the properties cost a long view 0.5 s at 100k
-    events. The conditions are the properties' own, so False only sends the view on to them."""
+    events. The conditions are the properties' own, so False only sends the view on to them.
+    It reads only what a view's items tell undecoded (``stored.facts``)."""
     calls: set[str] = set()
     results: set[str] = set()
     batches: dict[str, int] = {}
     present: set[int] = set()
     tools: list[int] = []
-    for e in events:
-        seq = e.seq
+    for x in events:
+        f = facts(x)
+        seq = f.seq
         if seq is not None:
             present.add(seq)
-        if isinstance(e, ActionEvent):
-            calls.add(e.tool_call_id)
-            batches[e.llm_response_id] = batches.get(e.llm_response_id, 0) + 1
-        elif isinstance(e, ObservationBase):
-            if e.tool_call_id in results:
+        kind = f.kind
+        if kind == "ActionEvent":
+            calls.add(f.tool_call_id)
+            batches[f.llm_response_id] = batches.get(f.llm_response_id, 0) + 1
+        elif kind in OBSERVATION_KINDS:
+            if f.tool_call_id in results:
                 return False  # observation uniqueness
-            results.add(e.tool_call_id)
+            results.add(f.tool_call_id)
         else:
             continue
         if seq is not None:

@@ -14,13 +14,16 @@ from typing import Iterable, Sequence
 from ..events import TOOL_KINDS, ActionEvent, Event
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RowFacts:
-    """What loop detection needs to know about one event."""
+    """What loop detection, enforcement and turn grouping need to know about one event (from
+    indexed columns: no payload is decoded for them)."""
 
     seq: int
     kind: str
     has_thinking: bool
+    tool_call_id: str | None = None
+    llm_response_id: str | None = None
 
     @property
     def starts_loop(self) -> bool:
@@ -89,7 +92,7 @@ def loop_spans(
 
 def facts_of(events: Sequence[Event]) -> list[RowFacts]:
     return [
-        RowFacts(e.seq, e.kind, e.has_thinking)  # type: ignore[attr-defined, arg-type]
+        RowFacts(e.seq, e.kind, e.has_thinking)  # type: ignore[arg-type]
         for e in events
         if e.seq is not None
     ]

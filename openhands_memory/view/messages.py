@@ -26,10 +26,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from . import observations
+from . import observations, records
 from ..events import (
+    OBSERVATION_KINDS,
     ActionEvent,
-    AgentErrorEvent,
     CondensationSummaryEvent,
     PinnedContextEvent,
     Content,
@@ -43,9 +43,10 @@ from ..events import (
     RecallObservation,
     SystemPromptEvent,
     TextContent,
-    UserRejectObservation,
 )
+from ..storage.codec import decode
 from .observations import Image, Part, Text
+from .stored import Item, Pending, facts
 
 Msg = dict[str, Any]
 
@@ -90,12 +91,16 @@ class Turn:
 # --- events -> turns ------------------------------------------------------------------------
 
 
+_TEXTS = (TextContent, records.TextRecord)
+_IMAGES = (ImageContent, records.ImageRecord)
+
+
 def _parts(content: Sequence[Content]) -> list[Part]:
     out: list[Part] = []
     for c in content:
-        if isinstance(c, TextContent):
+        if isinstance(c, _TEXTS):
             out.append(Text(c.text, c.cache_prompt))
-        elif isinstance(c, ImageContent):
+        elif isinstance(c, _IMAGES):
             out.append(Image(list(c.image_urls), c.cache_prompt))
     return out
 
@@ -111,18 +116,21 @@ def _thinking(blocks: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def result_turn(e: ObservationBase) -> Turn:
-    if isinstance(e, ObservationEvent):
-        content = observations.render(e.observation) + _parts(e.extended_content)
-    elif isinstance(e, UserRejectObservation):
-        content = [Text(f"Action rejected: {e.rejection_reason}")]
-    elif isinstance(e, AgentErrorEvent):
-        content = [Text(e.error)]
+    """A result's tool turn (``e``: the event, or its ``records.ObservationRecord``)."""
+    kind = e.kind
+    if kind == "ObservationEvent":
+        content = observations.render(e.observation) + _parts(e.extended_content)  # type: ignore[attr-defined]
+    elif kind == "UserRejectObservation":
+        content = [Text(f"Action rejected: {e.rejection_reason}")]  # type: ignore[attr-defined]
+    elif kind == "AgentErrorEvent":
+        content = [Text(e.error)]  # type: ignore[attr-defined]
     else:  # pragma: no cover - every result kind is handled above
         content = []
     return Turn("tool", content, tool_call_id=e.tool_call_id, name=e.tool_name)
 
 
 def batch_turn(batch: Sequence[ActionEvent]) -> Turn:
+    """A batch's assistant turn (``batch``: the events, or their ``records.ActionRecord``)."""
     first = batch[0]
     return Turn(
         "assistant",
@@ -167,41 +175,61 @@ def _add(turns: list[Turn], turn: Turn) -> None:
         turns.append(turn)
 
 
-def events_to_turns(events: Sequence[Event], after: Sequence[Turn] = ()) -> list[Turn]:
-    """The turns for ``events``; with ``after``, appended to those (merging at the seam)."""
+def renderable(kind: str, payload: str, seq: int) -> tuple[Any, Event | None]:
+    """What a stored event's message is made of, from its JSON, and the event when that is
+    what it took: an action's record, an observation's rendered tool turn (its observation
+    is not kept), or the decoded event (the other kinds, a few in any view)."""
+    decoder = records.DECODERS.get(kind)
+    if decoder is None:
+        event = decode(kind, payload, seq)
+        return event, event
+    record = decoder.decode(payload)
+    return (result_turn(record) if kind == "ObservationEvent" else record), None
+
+
+def _shown(item: Item) -> Any:
+    return item.shown if type(item) is Pending else item
+
+
+def events_to_turns(events: Sequence[Item], after: Sequence[Turn] = ()) -> list[Turn]:
+    """The turns for ``events`` (events, or a view's items: ``stored.Pending`` ones are
+    rendered from what they show, never decoded); with ``after``, appended to those
+    (merging at the seam)."""
+    known = [facts(x) for x in events]
     results: dict[str, int] = {}
-    for i, e in enumerate(events):
-        if isinstance(e, ObservationBase):
-            results.setdefault(e.tool_call_id, i)
+    for i, f in enumerate(known):
+        if f.kind in OBSERVATION_KINDS:
+            results.setdefault(f.tool_call_id, i)
     used: set[int] = set()
     turns: list[Turn] = list(after)
+    n = len(known)
     i = 0
-    while i < len(events):
-        e = events[i]
+    while i < n:
+        f = known[i]
         if i in used:
             i += 1
             continue
-        if isinstance(e, ActionEvent):
-            batch = [e]
+        if f.kind == "ActionEvent":
+            rid = f.llm_response_id
             j = i + 1
-            while j < len(events) and isinstance(events[j], ActionEvent) and events[j].llm_response_id == e.llm_response_id:  # type: ignore[attr-defined]
-                batch.append(events[j])  # type: ignore[arg-type]
+            while j < n and known[j].kind == "ActionEvent" and known[j].llm_response_id == rid:
                 j += 1
             # A call without a result would be rejected by the provider: leave it out.
-            answered = [a for a in batch if a.tool_call_id in results]
+            answered = [k for k in range(i, j) if known[k].tool_call_id in results]
             if answered:
-                _add(turns, batch_turn(answered))
+                _add(turns, batch_turn([_shown(events[k]) for k in answered]))
                 # In the order they happened (an invalid call's error comes before the
                 # results of the calls that ran, as the SDK sends them).
-                for k in sorted({results[a.tool_call_id] for a in answered} - used):
+                for k in sorted({results[known[a].tool_call_id] for a in answered} - used):
                     used.add(k)
-                    _add(turns, result_turn(events[k]))  # type: ignore[arg-type]
+                    shown = _shown(events[k])
+                    _add(turns, shown if type(shown) is Turn else result_turn(shown))
             i = j
             continue
-        if isinstance(e, ObservationBase):
+        if f.kind in OBSERVATION_KINDS:
             i += 1  # a result whose call is not in the view has nothing to answer
             continue
-        turn = single_turn(e)
+        turn = single_turn(_shown(events[i]))
         if turn is not None:
             _add(turns, turn)
         i += 1
@@ -297,14 +325,22 @@ def turns_to_messages(turns: Sequence[Turn], options: Options = DEFAULT) -> list
     return [serialize(t, options, marks.get(i)) for i, t in enumerate(turns)]
 
 
+#: A view of more turns than this keeps no serialized copy of its messages: each call
+#: serializes them again from the turns. Copying a kept message costs about a third less
+#: than serializing it, which a short view's step saves; a long view's kept copy would be a
+#: second set of every message (85 MB at 100k events) and its first call would pay for both.
+KEEP_SERIALIZED_UPTO = 4096
+
+
 @dataclass(frozen=True)
 class Serialized:
     """A view's turns serialized once for ``options``, without the prompt-caching marks
-    (they move to the newest user or tool turn at every step), handed out as copies."""
+    (they move to the newest user or tool turn at every step), handed out as copies; for a
+    long view (``KEEP_SERIALIZED_UPTO``), serialized afresh at every call instead."""
 
     turns: Sequence[Turn]
     options: Options
-    unmarked: list[Msg]
+    unmarked: list[Msg] | None
     flat: list[bool]  # whether a message's parts hold only strings (``_copy_flat`` copies it)
 
     @classmethod
@@ -313,19 +349,23 @@ class Serialized:
         turns both share. ``events_to_turns`` makes the extended turns as the prior ones
         plus new ones, and only a merge at the seam replaces the last prior one: so the
         shared ones are found from the seam back, not by a walk over the whole view."""
+        if len(turns) > KEEP_SERIALIZED_UPTO:
+            return cls(turns, options, None, [])
         reuse = 0
-        if prior is not None and prior.options == options:
+        if prior is not None and prior.options == options and prior.unmarked is not None:
             reuse = min(len(turns), len(prior.turns))
             while reuse and turns[reuse - 1] is not prior.turns[reuse - 1]:
                 reuse -= 1
         new = [serialize(t, options) for t in turns[reuse:]]
         if reuse:
-            return cls(turns, options, prior.unmarked[:reuse] + new, prior.flat[:reuse] + [_flat(m) for m in new])
+            return cls(turns, options, prior.unmarked[:reuse] + new, prior.flat[:reuse] + [_flat(m) for m in new])  # type: ignore[index, union-attr]
         return cls(turns, options, new, [_flat(m) for m in new])
 
     def messages(self) -> list[Msg]:
         """Fresh messages (the caller may change them): the marked turns serialized again,
         the others copied."""
+        if self.unmarked is None:
+            return turns_to_messages(self.turns, self.options)
         if self.options.cache_prompt:
             marks = _cache_marks(self.turns)
             return [serialize(self.turns[i], self.options, marks[i]) if i in marks

@@ -110,8 +110,15 @@ def content_parts(items: Any) -> list[Part]:
 
 
 def plain_text(obs: dict[str, Any]) -> str:
-    """``Observation.text``: the content's texts joined with nothing between them."""
-    return "".join(p.text for p in content_parts(obs.get("content")) if isinstance(p, Text))
+    """``Observation.text``: the content's texts joined with nothing between them (the texts
+    of ``content_parts``, without making its parts: a long view renders tens of thousands)."""
+    items = obs.get("content")
+    if isinstance(items, str):
+        return items
+    if not isinstance(items, list):
+        return ""
+    return "".join([str(item.get("text", "")) for item in items
+                    if isinstance(item, dict) and item.get("type", "text") == "text"])
 
 
 def _error_first(obs: dict[str, Any]) -> list[Part]:
@@ -125,16 +132,17 @@ def render_default(obs: dict[str, Any]) -> list[Part]:
 def render_terminal(obs: dict[str, Any]) -> list[Part]:
     meta = obs.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
-    text = f"{meta.get('prefix') or ''}{plain_text(obs)}{meta.get('suffix') or ''}"
+    # Joined once: the output is most of the text, and each ``+=`` would copy it again.
+    pieces = [meta.get("prefix") or "", plain_text(obs), meta.get("suffix") or ""]
     if meta.get("working_dir"):
-        text += f"\n[Current working directory: {meta['working_dir']}]"
+        pieces.append(f"\n[Current working directory: {meta['working_dir']}]")
     if meta.get("py_interpreter_path"):
-        text += f"\n[Python interpreter: {meta['py_interpreter_path']}]"
+        pieces.append(f"\n[Python interpreter: {meta['py_interpreter_path']}]")
     exit_code = meta.get("exit_code", -1)
     if exit_code != -1:
-        text += f"\n[Command finished with exit code {exit_code}]"
-    cut = truncate(text, TERMINAL_LIMIT, obs.get("full_output_save_dir"), "terminal")
-    return _error_first(obs) + [Text(cut)]
+        pieces.append(f"\n[Command finished with exit code {exit_code}]")
+    cut = truncate("".join(pieces), TERMINAL_LIMIT, obs.get("full_output_save_dir"), "terminal")
+    return [Text(ERROR_HEADER), Text(cut)] if obs.get("is_error") else [Text(cut)]
 
 
 _IMAGE_PREFIXES = {"/9j/": "image/jpeg", "iVBORw0KGgo": "image/png", "R0lGODlh": "image/gif", "UklGR": "image/webp"}

@@ -19,7 +19,6 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from ..events import (
     VISIBLE_KINDS,
-    CondensationSummaryEvent,
     Event,
     MessageEvent,
     ObservationBase,
@@ -27,7 +26,6 @@ from ..events import (
     PinMode,
     PinnedContextEvent,
     Source,
-    SystemPromptEvent,
 )
 from ..settings import SettingError, settings
 
@@ -142,12 +140,10 @@ def reinjected(pins: Pins, shown: set[int], events: Mapping[int, Event], *, by_u
 def insert_at(events: Sequence[Event]) -> int:
     """Where re-injected pins go: right after the summary, or, without one, right after the
     system prompt (where the forgotten events were)."""
-    for i, e in enumerate(events):
-        if isinstance(e, CondensationSummaryEvent):
-            return i + 1
-    for i, e in enumerate(events):
-        if isinstance(e, SystemPromptEvent):
-            return i + 1
+    kinds = [e.kind for e in events]  # (a view's items answer without being decoded)
+    for kind in ("CondensationSummaryEvent", "SystemPromptEvent"):
+        if kind in kinds:
+            return kinds.index(kind) + 1
     return 0
 
 

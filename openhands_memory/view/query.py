@@ -29,7 +29,13 @@ from ..events import Event
 from ..storage import Session, hidden, tree
 from ..storage.codec import decode
 from .history import RowFacts, TailHistory, loop_spans
+from .messages import renderable
 from .pins import NO_PINS, Pins, fold, resolve
+from .stored import Item, Loader, Pending, event_of
+
+#: A view of more rows than this keeps no JSON: an event read later is read from the store
+#: again (``stored.py``). Below it, the JSON costs less than the statement would.
+KEEP_JSON_UPTO = 4096
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,7 @@ class ViewData:
     hidden: list[ranges.Run]
     path: list[ranges.Run] | None  # the ids on the path to the root; None: all of 0..upto
     facts: list[RowFacts]  # every row in the visible intervals, in id order
-    events: dict[int, Event]  # the LLM-visible ones among them, decoded
+    events: dict[int, Item]  # the LLM-visible ones among them (``stored.Pending`` until read)
     open_loop_at: dict[int, int]
     continues_after: set[int]
     batch_sizes: dict[str, int]
@@ -61,6 +67,11 @@ class ViewData:
     last_request: int | None
     pins: Pins = NO_PINS  # in force at ``upto``
     pinned: dict[int, Event] | None = None  # the pinned events not among ``events``, decoded
+    loader: Loader | None = None  # reads the events a long view kept no JSON of
+
+    def event(self, seq: int) -> Event:
+        """The event ``seq`` among ``events``, decoded if need be."""
+        return event_of(self.events[seq], self.loader)
 
     @property
     def unhandled_request(self) -> bool:
@@ -145,13 +156,14 @@ def visible_intervals(path: list[ranges.Run] | None, hidden_runs: list[ranges.Ru
     return tree.subtract(path, hidden_runs)
 
 
-def load(db: Session, cid: str, at: int | None = None) -> ViewData:
+def load(db: Session, cid: str, at: int | None = None, loader: Loader | None = None) -> ViewData:
     """Read what the view of ``cid`` is made of: as it stood right after event ``at`` (the
     path from ``at`` to the root), or now (the path from HEAD).
 
     A fixed number of statements, whatever the history: the ends, the hidden runs and the
     path, the rows of every visible interval, the interval edges, the batch counts, the
-    summary, the request. They go in two groups (``view_head``, ``view_tail``), each of which
+    summary, the request. ``loader``: how to read an event again later (``stored.py``);
+    without one, the view keeps every event's JSON. They go in two groups (``view_head``, ``view_tail``), each of which
     a backend may send in one round trip. A path with branches on it takes two statements
     more (its condensations, its hidden runs) and a group of its own for the batch counts.
     """
@@ -161,9 +173,9 @@ def load(db: Session, cid: str, at: int | None = None) -> ViewData:
         if upto != last:  # HEAD (or ``at``) lies before the newest row: the ends up to it
             last, last_cond, newest = db.view_ends(cid, upto)
             live = None if last_cond != newest else live
-        data = _load_prefix(db, cid, upto, last_cond, live)
+        data = _load_prefix(db, cid, upto, last_cond, live, loader)
     else:
-        data = _load_branch(db, cid, path)
+        data = _load_branch(db, cid, path, loader)
     if pin_rows:
         load_pins(db, data, pin_rows, path)
     return data
@@ -189,7 +201,7 @@ def pins_at(db: Session, cid: str, at: int | None = None) -> Pins:
 
 
 def _fold_pins(db: Session, cid: str, pin_rows: list[tuple[int, str]], path: list[ranges.Run], upto: int,
-               known: dict[int, Event]) -> tuple[Pins, dict[int, Event]]:
+               known: dict[int, Item]) -> tuple[Pins, dict[int, Event]]:
     """``pins.fold`` of the pin events on ``path``, naming events on it up to ``upto``; and
     the pinned events read to find them that ``known`` (the view's events) lacks.
 
@@ -208,7 +220,9 @@ def _fold_pins(db: Session, cid: str, pin_rows: list[tuple[int, str]], path: lis
         if hint is None or not 0 <= hint <= upto:
             continue
         shown = known.get(hint)
-        if shown is not None and shown.id == uid:
+        if type(shown) is Pending and shown.event is None and shown.payload is None:
+            shown = None  # a long view's event: its row is read below, as an unseen one's
+        if shown is not None and event_of(shown, None).id == uid:
             seq_of[uid] = hint
         elif shown is None:
             hinted[hint] = uid
@@ -224,41 +238,46 @@ def _fold_pins(db: Session, cid: str, pin_rows: list[tuple[int, str]], path: lis
     return resolve(folded, on_path), read
 
 
-def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: list[ranges.Run] | None) -> ViewData:
+def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: list[ranges.Run] | None,
+                 loader: Loader | None) -> ViewData:
     runs = live if live is not None else hidden.at(db, cid, last_cond)
     intervals = ranges.complement(runs, upto) if upto >= 0 else []
     # Nothing hidden: every action up to ``upto`` is read, so the batches are counted here
     # (a long view with no condenser would otherwise have the database count each of its
     # tens of thousands of response ids).
     rows, edge_rows, summary, last_request, sizes = db.view_tail(cid, intervals, upto, count=bool(runs))
-    data = _data(cid, upto, runs, None, rows, edge_rows, summary, last_cond, last_request)
+    data = _data(cid, upto, runs, None, intervals, rows, edge_rows, summary, last_cond, last_request, loader)
     data.batch_sizes = _counted(data) if not runs else sizes
     return data
 
 
-def _load_branch(db: Session, cid: str, path: list[ranges.Run]) -> ViewData:
+def _load_branch(db: Session, cid: str, path: list[ranges.Run], loader: Loader | None) -> ViewData:
     upto = path[-1][1]
     last_cond, last_request = db.path_ends(cid, path)
     runs = tree.hidden_in_force(db, cid, path)
     intervals = tree.subtract(path, runs)
     rows, edge_rows, summary = db.branch_tail(cid, intervals, tree.edge_quads(path, intervals), path)
-    data = _data(cid, upto, runs, path, rows, edge_rows, summary, last_cond, last_request)
+    data = _data(cid, upto, runs, path, intervals, rows, edge_rows, summary, last_cond, last_request, loader)
     data.batch_sizes = db.batch_sizes_on(cid, path, _response_ids(data))
     return data
 
 
-def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | None, rows: list[tuple],
-          edge_rows: list[tuple], summary: tuple | None, last_cond: int | None, last_request: int | None) -> ViewData:
+def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | None,
+          intervals: list[ranges.Run], rows: Iterable[tuple], edge_rows: list[tuple], summary: tuple | None,
+          last_cond: int | None, last_request: int | None, loader: Loader | None) -> ViewData:
     facts: list[RowFacts] = []
-    events: dict[int, Event] = {}
-    # Taken off the list as they are decoded, so that a long view never holds every payload
-    # and every decoded event at once (it peaked 190 MB higher at 100k events).
-    rows.reverse()
-    while rows:
-        seq, kind, thinking, payload = rows.pop()
-        facts.append(RowFacts(seq, kind, bool(thinking)))
+    events: dict[int, Item] = {}
+    # (the rows the intervals can hold: known before the first row is read)
+    keep_json = loader is None or sum(e - s + 1 for s, e in intervals) <= KEEP_JSON_UPTO
+    # The rows come a batch at a time and each is let go once read, so that a long view
+    # never holds every payload and what is made of them at once.
+    for seq, kind, thinking, call_id, rid, payload in rows:
+        f = RowFacts(seq, kind, bool(thinking), call_id, rid)
+        facts.append(f)
         if payload is not None:
-            events[seq] = decode(kind, payload, seq)
+            shown, event = renderable(kind, payload, seq)
+            item = events[seq] = Pending(f, payload if keep_json else None, shown)
+            item.event = event
     open_loop_at, continues_after = _edges(_on_facts(edge_rows, facts), upto)
     return ViewData(
         conversation_id=cid,
@@ -273,18 +292,19 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
         summary=Summary(*summary) if summary else None,
         last_condensation=last_cond,
         last_request=last_request,
+        loader=loader,
     )
 
 
 def _counted(data: ViewData) -> dict[str, int]:
     """How many actions each response id has among the view's rows."""
     out: dict[str, int] = {}
-    for e in data.events.values():
-        if e.kind == "ActionEvent":
-            rid = e.llm_response_id  # type: ignore[attr-defined]
-            out[rid] = out.get(rid, 0) + 1
+    for f in data.facts:
+        if f.kind == "ActionEvent":
+            rid = f.llm_response_id
+            out[rid] = out.get(rid, 0) + 1  # type: ignore[index]
     return out
 
 
 def _response_ids(data: ViewData) -> set[str]:
-    return {getattr(e, "llm_response_id") for e in data.events.values() if e.kind == "ActionEvent"}  # type: ignore[attr-defined]
+    return {f.llm_response_id for f in data.facts if f.kind == "ActionEvent"}  # type: ignore[misc]

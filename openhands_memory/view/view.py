@@ -21,18 +21,22 @@ from typing import Any, Iterable, Iterator, Sequence, overload
 from ..allocation import collector_paused
 from ..events import Condensation, CondensationRequest, CondensationSummaryEvent, Event, PinEvent
 from . import pins as pinning
-from .enforcement import Dropped, enforce, manipulation_indices, warn
+from .enforcement import Dropped, enforce, holds_all, manipulation_indices, warn
 from .history import ListHistory
 from .manipulation import ManipulationIndices
 from .pins import NO_PINS, Pins
 from .query import ViewData, visible_intervals
+from .stored import Item, Loader, StoredEvents, event_of, facts, items_of
 
 
 @dataclass
 class View:
-    """The events to send to the model, with what a condenser needs to know about them."""
+    """The events to send to the model, with what a condenser needs to know about them.
 
-    events: list[Event]
+    A view read from a store holds its events as ``stored.StoredEvents``: a sequence that
+    decodes each event when first read (its messages need none decoded)."""
+
+    events: Sequence[Event]
     unhandled_condensation_request: bool = False
     conversation_id: str | None = None
     upto: int = -1  # the last event id this view reflects
@@ -77,7 +81,7 @@ class View:
     @property
     def seqs(self) -> list[int | None]:
         """Each event's sequence number in the store; None for the summary (derived)."""
-        return [e.seq for e in self.events]
+        return [facts(x).seq for x in items_of(self.events)]
 
     @property
     def ids(self) -> list[int | None]:
@@ -109,7 +113,7 @@ class View:
 
     @property
     def summary_event(self) -> CondensationSummaryEvent | None:
-        for e in self.events:
+        for e in items_of(self.events):  # derived: never a stored one still to decode
             if isinstance(e, CondensationSummaryEvent):
                 return e
         return None
@@ -184,11 +188,12 @@ class View:
             prior = None
             if self._messages is None:
                 base = self._base
+                items = items_of(self.events)
                 if base is not None and base._messages is not None:
-                    self._messages = events_to_turns(self.events[len(base.events):], after=base._messages)
+                    self._messages = events_to_turns(items[len(base.events):], after=base._messages)
                     prior = base._serialized
                 else:
-                    self._messages = events_to_turns(self.events)
+                    self._messages = events_to_turns(items)
                 self._base = None
             if self._serialized is None or self._serialized.options != options:
                 self._serialized = Serialized.of(self._messages, options, prior)
@@ -234,17 +239,22 @@ class View:
 
     @classmethod
     def from_data(cls, data: ViewData) -> "View":
-        visible = [data.events[f.seq] for f in data.facts if f.seq in data.events]
+        visible: list[Item] = [data.events[f.seq] for f in data.facts if f.seq in data.events]
         if data.summary is not None:
             s = data.summary
             visible.insert(min(s.offset, len(visible)), make_summary_event(s.condensation_uid, s.timestamp, s.text))
-        kept, dropped = enforce(visible, data.history())
-        warn(dropped)
+        history = data.history()
+        kept: list[Item]
+        if holds_all(visible, history):  # what almost every view gives: nothing to decode
+            kept, dropped = visible, []
+        else:
+            kept, dropped = enforce([event_of(x, data.loader) for x in visible], history)  # type: ignore[assignment]
+            warn(dropped)
         again = 0
         if data.pins and (data.pinned or dropped):  # else every pinned event is in view
-            kept, again = _reinject(kept, data.pins, {**data.events, **(data.pinned or {})})
+            kept, again = _reinject(kept, data.pins, {**data.events, **(data.pinned or {})}, data.loader)
         return cls(
-            kept,
+            StoredEvents(kept, data.loader),
             data.unhandled_request,
             data.conversation_id,
             data.upto,
@@ -257,12 +267,14 @@ class View:
         )
 
 
-def _reinject(kept: list[Event], pins: Pins, events: dict[int, Event]) -> tuple[list[Event], int]:
+def _reinject(kept: list[Item], pins: Pins, events: dict[int, Item],
+              loader: Loader | None = None) -> tuple[list[Item], int]:
     """``kept`` with the pinned events it lacks shown again (``pins.reinjected``)."""
     if not pins:
         return kept, 0
-    shown = {e.seq for e in kept if e.seq is not None}
-    again = pinning.reinjected(pins, shown, events)  # type: ignore[arg-type]
+    shown = {facts(x).seq for x in kept}
+    lost = {p.seq: event_of(events[p.seq], loader) for p in pins if p.seq not in shown and p.seq in events}
+    again = pinning.reinjected(pins, shown, lost)
     if not again:
         return kept, 0
     at = pinning.insert_at(kept)

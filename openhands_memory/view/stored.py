@@ -1,0 +1,150 @@
+"""A view's events, decoded when first read.
+
+A view of tens of thousands of events is mostly rendered, not read event by event: decoding
+every row into its pydantic model up front cost a 100k-event view 0.8 s and ~5 KB an event,
+twice the memory of the messages it is sent as. So the view query keeps each stored row as a
+:class:`Pending`: its facts (what enforcement and turn grouping need, from indexed columns),
+what its message is made of (``shown``: a record, a rendered tool turn, or the event), and,
+for a short view, its JSON. The event itself is decoded the first time someone reads it, from
+that JSON or, for a long view that kept none, from the store (rows at or below a view's end
+never change), and kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Union, overload
+
+from ..events import Event
+from ..storage.codec import decode
+from .history import RowFacts
+
+#: Decodes the stored events with these ids ({id: event}); what a long view reads them with.
+Loader = Callable[[list[int]], dict[int, Event]]
+
+#: How many undecoded events one read of the store decodes at once (a loop over a view reads
+#: it a chunk at a time, not a statement an event).
+CHUNK = 512
+
+
+class Pending:
+    """A stored event of a view, not decoded yet."""
+
+    __slots__ = ("facts", "payload", "shown", "event")
+
+    def __init__(self, facts: RowFacts, payload: str | None, shown: Any):
+        self.facts = facts
+        self.payload = payload  # its JSON, or None: read from the store when wanted
+        self.shown = shown  # what its message is made of (``messages.renderable``)
+        self.event: Event | None = None
+
+    @property
+    def seq(self) -> int:
+        return self.facts.seq
+
+    @property
+    def kind(self) -> str:
+        return self.facts.kind
+
+
+Item = Union[Event, Pending]
+
+
+def facts(item: Item) -> Any:
+    """What an item tells without decoding: ``kind``, ``seq``, and ``tool_call_id`` and
+    ``llm_response_id`` where its kind has them (an event answers for itself)."""
+    return item.facts if type(item) is Pending else item
+
+
+class StoredEvents(Sequence[Event]):
+    """A view's events, some of them still :class:`Pending` (decoded when read)."""
+
+    __slots__ = ("items", "loader")
+
+    def __init__(self, items: list[Item], loader: Loader | None = None):
+        self.items = items
+        self.loader = loader
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Event]: ...
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            part = self.items[i]
+            self._decode(part)
+            return [x.event if type(x) is Pending else x for x in part]
+        x = self.items[i]
+        if type(x) is not Pending:
+            return x
+        if x.event is None:
+            n = len(self.items)
+            at = i if i >= 0 else i + n
+            self._decode(self.items[at : at + CHUNK])
+        return x.event
+
+    def __iter__(self) -> Iterator[Event]:
+        for k in range(0, len(self.items), CHUNK):
+            part = self.items[k : k + CHUNK]
+            self._decode(part)
+            for x in part:
+                yield x.event if type(x) is Pending else x  # type: ignore[misc]
+
+    def __add__(self, other: Sequence[Event]) -> "StoredEvents":
+        return StoredEvents(self.items + list(items_of(other)), self.loader)
+
+    def __radd__(self, other: Sequence[Event]) -> "StoredEvents":
+        return StoredEvents(list(items_of(other)) + self.items, self.loader)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (StoredEvents, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredEvents({len(self.items)} events)"
+
+    def _decode(self, part: Sequence[Item]) -> None:
+        """Decode the pending events among ``part``: from their JSON, or from the store."""
+        unread: dict[int, Pending] = {}
+        for x in part:
+            if type(x) is Pending and x.event is None:
+                if x.payload is not None:
+                    x.event = decode(x.facts.kind, x.payload, x.facts.seq)
+                else:
+                    unread[x.facts.seq] = x
+        if unread:
+            decode_unread(unread, self.loader)
+
+
+def decode_unread(unread: dict[int, Pending], loader: Loader | None) -> None:
+    if loader is None:  # pragma: no cover - a view keeps the JSON of every event when it has no loader
+        raise RuntimeError("a view event has neither its JSON nor a store to read it from")
+    found = loader(sorted(unread))
+    for seq, x in unread.items():
+        event = found.get(seq)
+        if event is None:
+            raise LookupError(f"event {seq} of this view is no longer in the store (its conversation was deleted?)")
+        x.event = event
+
+
+def items_of(events: Sequence[Event]) -> Sequence[Item]:
+    """The items of ``events`` without decoding any (a plain list is its own)."""
+    return events.items if isinstance(events, StoredEvents) else events
+
+
+def event_of(item: Item, loader: Loader | None) -> Event:
+    """The event an item stands for, decoded if need be."""
+    if type(item) is not Pending:
+        return item  # type: ignore[return-value]
+    if item.event is None:
+        if item.payload is not None:
+            item.event = decode(item.facts.kind, item.payload, item.facts.seq)
+        else:
+            decode_unread({item.facts.seq: item}, loader)
+    return item.event  # type: ignore[return-value]
