@@ -248,6 +248,18 @@ class ReadOnlyPlace(StorageFault):
         super().__init__(f"{path}: {reason}; {outcome}")
 
 
+class StoreClosed(OpenHandsMemoryError):
+    """A long view's event was read after its store was closed: such a view reads an event
+    from the store the first time it is read (its messages need none)."""
+
+    def __init__(self, label: str, conversation_id: str):
+        self.label = label
+        super().__init__(
+            f"{label}: the store is closed, and this long view of conversation {conversation_id!r} reads "
+            "its events from it when they are first read; read them (list(view.events)) before closing it"
+        )
+
+
 class BrokenLink(OpenHandsMemoryError):
     """The database path is a symbolic link that leads nowhere: a loop, or a missing target.
     Neither readers nor writers follow it (a writer would create a file the user did not

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import ranges
+from ..errors import StoreClosed
 from ..events import OBSERVATION_KINDS, ActionEvent, Condensation, CondensationRequest, Event, PinEvent
 from ..storage import hidden
 from ..storage.codec import decode
 from ..view import View, query
 from ..view.enforcement import enforce, warn
 from ..view.history import RowFacts, TailHistory, loop_spans
-from ..view.stored import Item, Loader, facts, items_of
+from ..view.stored import Item, Loader, Pending, facts, items_of
 
 if TYPE_CHECKING:
     from ..storage import Recorder
@@ -48,7 +49,7 @@ class Boundary:
 
     def add(self, events: Sequence[Item]) -> None:
         for x in events:
-            f = facts(x)
+            f = x.facts if type(x) is Pending else x  # (``stored.facts``, inlined)
             if f.kind == "ActionEvent":
                 self.call_ids.add(f.tool_call_id)
                 self.response_ids.add(f.llm_response_id)
@@ -284,6 +285,8 @@ def stored_loader(recorder: "Recorder", conversation_id: str) -> Loader:
     each chunk one statement (rows at or below a view's end never change)."""
 
     def load(seqs: list[int]) -> dict[int, Event]:
+        if recorder.closed:
+            raise StoreClosed(recorder.label, conversation_id)
         with recorder.reading(snapshot=False) as db:
             rows = db.event_rows(conversation_id, seqs)
         return {seq: decode(kind, payload, seq) for seq, _, kind, _, _, payload in rows}

@@ -432,6 +432,7 @@ class PostgresRecorder(Recorder):
 
     def __init__(self, location: Location, *, create: bool = True, readonly: bool = False):
         super().__init__()
+        self._closed = False
         self.location = location
         self.label = location.label
         self.readonly = readonly
@@ -758,8 +759,13 @@ class PostgresRecorder(Recorder):
                     raise
         return None if row is None else row[0]
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self.conn.close()
 
 

@@ -59,6 +59,11 @@ class Recorder(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    @property
+    @abstractmethod
+    def closed(self) -> bool:
+        """Whether ``close`` was called."""
+
     @contextmanager
     def writing(self, conversation_id: str | None = None, *, large: bool = False) -> Iterator[Session]:
         """A write transaction. ``large``: one that may change more pages than memory should

@@ -112,6 +112,10 @@ class SqliteRecorder(Recorder):
         with self._lock:
             return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         """Close the connection; after a write, first copy the WAL into the file and say so if
         that fails (``close()`` alone would swallow the failure; the WAL keeps the data)."""

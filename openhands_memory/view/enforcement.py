@@ -24,7 +24,7 @@ from .properties import (
     tool_loop_atomicity,
 )
 from .properties.pinned import Keep
-from .stored import Item, facts
+from .stored import Item, Pending
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def holds_all(events: Sequence[Item], history: History) -> bool:
     present: set[int] = set()
     tools: list[int] = []
     for x in events:
-        f = facts(x)
+        f = x.facts if type(x) is Pending else x  # (``stored.facts``, inlined: 100k calls)
         seq = f.seq
         if seq is not None:
             present.add(seq)

@@ -46,7 +46,7 @@ from ..events import (
 )
 from ..storage.codec import decode
 from .observations import Image, Part, Text
-from .stored import Item, Pending, facts
+from .stored import Item, Pending
 
 Msg = dict[str, Any]
 
@@ -187,6 +187,15 @@ def renderable(kind: str, payload: str, seq: int) -> tuple[Any, Event | None]:
     return (result_turn(record) if kind == "ObservationEvent" else record), None
 
 
+def call_id_shown(shown: Any) -> str | None:
+    """The tool call id a ``renderable`` holds, if any (the view's facts share the string)."""
+    if type(shown) is Turn:
+        return shown.tool_call_id
+    if type(shown) is records.ActionRecord:
+        return shown.tool_call.id
+    return None
+
+
 def _shown(item: Item) -> Any:
     return item.shown if type(item) is Pending else item
 
@@ -195,7 +204,7 @@ def events_to_turns(events: Sequence[Item], after: Sequence[Turn] = ()) -> list[
     """The turns for ``events`` (events, or a view's items: ``stored.Pending`` ones are
     rendered from what they show, never decoded); with ``after``, appended to those
     (merging at the seam)."""
-    known = [facts(x) for x in events]
+    known = [x.facts if type(x) is Pending else x for x in events]  # (``stored.facts``, inlined)
     results: dict[str, int] = {}
     for i, f in enumerate(known):
         if f.kind in OBSERVATION_KINDS:
@@ -262,6 +271,17 @@ def _tool_text(text: str) -> str:
 
 def serialize(turn: Turn, options: Options = DEFAULT, marks: dict[int, bool] | None = None) -> Msg:
     """One turn as the SDK's ``Message.to_chat_dict`` writes it for these switches."""
+    if not marks and not options.string_content and turn.role == "tool":
+        parts = turn.content
+        if len(parts) == 1 and type(parts[0]) is Text and not parts[0].cache:
+            # Most of a long view's messages: the general path below, without its checks.
+            msg = {"content": [{"type": "text", "text": _tool_text(parts[0].text)}], "role": "tool"}
+            if turn.tool_call_id is not None:
+                msg["tool_call_id"] = turn.tool_call_id
+                msg["name"] = turn.name
+            if options.reasoning_content and turn.reasoning_content:
+                msg["reasoning_content"] = turn.reasoning_content
+            return msg
     marks = marks or {}
     has_image = any(isinstance(p, Image) for p in turn.content)
     msg: Msg

@@ -29,7 +29,7 @@ from ..events import Event
 from ..storage import Session, hidden, tree
 from ..storage.codec import decode
 from .history import RowFacts, TailHistory, loop_spans
-from .messages import renderable
+from .messages import call_id_shown, renderable
 from .pins import NO_PINS, Pins, fold, resolve
 from .stored import Item, Loader, Pending, event_of
 
@@ -272,12 +272,15 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
     # The rows come a batch at a time and each is let go once read, so that a long view
     # never holds every payload and what is made of them at once.
     for seq, kind, thinking, call_id, rid, payload in rows:
-        f = RowFacts(seq, kind, bool(thinking), call_id, rid)
+        if payload is None:
+            facts.append(RowFacts(seq, kind, bool(thinking), call_id, rid))
+            continue
+        shown, event = renderable(kind, payload, seq)
+        same = call_id_shown(shown)
+        f = RowFacts(seq, kind, bool(thinking), same if same == call_id else call_id, rid)  # one string, not two
         facts.append(f)
-        if payload is not None:
-            shown, event = renderable(kind, payload, seq)
-            item = events[seq] = Pending(f, payload if keep_json else None, shown)
-            item.event = event
+        item = events[seq] = Pending(f, payload if keep_json else None, shown)
+        item.event = event
     open_loop_at, continues_after = _edges(_on_facts(edge_rows, facts), upto)
     return ViewData(
         conversation_id=cid,

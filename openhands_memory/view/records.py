@@ -49,10 +49,8 @@ class ToolCallRecord(msgspec.Struct):
 
 
 class ActionRecord(msgspec.Struct):
-    """What an ``ActionEvent``'s assistant turn shows."""
+    """What an ``ActionEvent``'s assistant turn shows (its ids are the row's facts)."""
 
-    tool_call_id: str
-    llm_response_id: str
     tool_call: ToolCallRecord
     thought: list[Union[TextRecord, ImageRecord]] = []
     reasoning_content: Union[str, None] = None

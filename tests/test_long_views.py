@@ -1,0 +1,196 @@
+"""A long view decodes no event it does not read (view/stored.py), and shows what a short one
+shows: the same events when they are read, the same messages, on both backends.
+
+``long_views()`` makes every view a long one (no JSON kept, no serialized copy of its
+messages), so that short histories exercise that path.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from contextlib import contextmanager
+from unittest.mock import patch
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openhands_memory import EventStore
+from openhands_memory.errors import StoreClosed
+from openhands_memory.events import (
+    ActionEvent,
+    ImageContent,
+    MessageToolCall,
+    ObservationEvent,
+    RedactedThinkingBlock,
+    TextContent,
+    ThinkingBlock,
+)
+from openhands_memory.view import messages, query
+from openhands_memory.view.messages import Options, events_to_messages
+from openhands_memory.view.stored import Pending, items_of
+from tests import factories as f
+from tests.test_view_properties import SETTINGS, fresh, histories, oracle, shape
+
+OPTIONS = [Options(), Options(vision=False, reasoning_content=False), Options(cache_prompt=True),
+           Options(string_content=True)]
+
+
+@contextmanager
+def long_views():
+    with patch.object(query, "KEEP_JSON_UPTO", -1), patch.object(messages, "KEEP_SERIALIZED_UPTO", -1):
+        yield
+
+
+def rich_history() -> list:
+    """Every shape a message is made from: thoughts with images, thinking and redacted
+    thinking, reasoning, a parallel batch answered by an error and a rejection, terminal
+    output with its metadata and an error flag, a browser page with a screenshot, extended
+    content, agent messages, a summary and a re-injected pin. Nothing in it is dropped (a
+    view that drops events decodes them all: the hypothesis test below covers that)."""
+    think = ActionEvent(
+        thought=[TextContent(text="look first"), ImageContent(image_urls=["data:image/png;base64,AAAA"])],
+        thinking_blocks=[ThinkingBlock(thinking="hmm", signature="s1"), RedactedThinkingBlock(data="xyz")],
+        reasoning_content="because",
+        action={"kind": "TerminalAction", "command": "ls"},
+        tool_name="terminal", tool_call_id="c1",
+        tool_call=MessageToolCall(id="c1", name="terminal", arguments='{"command": "ls"}'),
+        llm_response_id="r1",
+    )
+    terminal = ObservationEvent(
+        tool_name="terminal", tool_call_id="c1", action_id=think.id,
+        observation={"kind": "TerminalObservation", "is_error": True,
+                     "content": [{"type": "text", "text": "a\n\"quoted\" é ✓"}, {"type": "text", "text": "b"}],
+                     "metadata": {"prefix": "[p]", "suffix": "\n[done]", "working_dir": "/w",
+                                  "py_interpreter_path": "/py", "exit_code": 2}},
+        extended_content=[TextContent(text="more context")],
+    )
+    browser = ObservationEvent(
+        tool_name="browser", tool_call_id="c4", action_id="a",
+        observation={"kind": "BrowserObservation", "content": [{"type": "text", "text": "page"}],
+                     "screenshot_data": "iVBORw0KGgoAAAA", "full_output_save_dir": "/tmp/x"},
+    )
+    return [
+        f.system(), f.user("fix the tests"), think, terminal, f.agent_says("looked"),
+        f.action("r2", "c2"), f.action("r2", "c3"), f.error("c2"), f.rejection("c3"),
+        f.action("r4", "c4", tool="browser", args={"url": "http://x"}), browser,
+        f.agent_says("half done"), f.user("go on"),
+        f.action("r5", "c5", thought="editing"),
+        ObservationEvent(tool_name="file_editor", tool_call_id="c5", action_id="a",
+                         observation={"kind": "FileEditorObservation", "content": [{"type": "text", "text": "ok"}]}),
+        f.condensation(ranges=[(1, 1)], summary="earlier: asked for a fix", offset=1),
+        f.user("last"),
+    ]
+
+
+def _events(view) -> list[str]:
+    return [e.to_json() for e in view.events]
+
+
+def test_a_long_view_shows_what_a_short_one_shows(database_url):
+    with EventStore(database_url) as store:
+        conv = store.create_conversation("rich")
+        conv.append_many(rich_history())
+        conv.pin(1, "reinject")  # forgotten by the condensation: shown again after the summary
+        short = conv.view()
+        with EventStore(database_url) as other, long_views():
+            long = other.conversation("rich").view()
+            items = [x for x in items_of(long.events) if type(x) is Pending]
+            assert items and all(x.payload is None for x in items)  # no JSON kept
+            pending = [x for x in items if x.kind in ("ActionEvent", "ObservationEvent")]
+            assert len(pending) == 8 and all(x.event is None for x in pending)  # nor decoded
+            for options in OPTIONS:
+                sent = long.to_messages(**options.__dict__)
+                assert sent == short.to_messages(**options.__dict__)
+                assert sent == long.to_messages(**options.__dict__)  # a fresh list each call
+            assert all(x.event is None for x in pending)  # rendered, never decoded
+            assert long.seqs == short.seqs and len(long) == len(short) == 17
+            assert _events(long) == _events(short)  # read now, from the store
+            for options in OPTIONS:
+                assert long.to_messages(**options.__dict__) == events_to_messages(list(long.events), options)
+
+
+def test_a_long_view_reads_an_event_when_first_read_and_keeps_it(store, conv):
+    conv.append_many([f.system(), f.user("go"), f.action("r0", "c0"), f.observation("c0")])
+    with long_views():
+        view = conv.view(at=3)  # (not cached: a new view)
+    first = view[2]
+    assert isinstance(first, ActionEvent) and first.tool_call_id == "c0" and first.seq == 2
+    assert view[2] is first and view.events[-2] is first
+    assert [e.kind for e in view] == ["SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent"]
+
+
+def test_a_long_view_read_after_its_store_closed_says_so(db_path):
+    store = EventStore(db_path)
+    conv = store.create_conversation("c")
+    conv.append_many([f.user("go"), f.action("r0", "c0"), f.observation("c0")])
+    with long_views():
+        view = conv.view(at=2)
+    sent = view.to_messages()
+    store.close()
+    assert view.to_messages() == sent  # its messages need nothing from the store
+    with pytest.raises(StoreClosed, match="the store is closed, and this long view of conversation 'c'"):
+        list(view.events)
+
+
+def test_a_long_view_extended_by_steps_equals_a_fresh_one(db_path):
+    with EventStore(db_path) as store, long_views():
+        conv = store.create_conversation("c")
+        conv.append_many([f.system(), f.user("go"), f.action("r0", "c0", think=True), f.observation("c0")])
+        before = conv.view()
+        before.to_messages()
+        for i in range(1, 4):
+            conv.append(f.action(f"r{i}", f"c{i}"))
+            conv.append(f.observation(f"c{i}"))
+            view = conv.view()
+            assert view.extends(before)
+            mutated = view.to_messages()
+            mutated[-1]["content"][0]["text"] = "changed by the caller"
+            with EventStore(db_path) as other:
+                fresh_view = other.conversation("c").view()
+                assert view.to_messages() == fresh_view.to_messages()
+                assert _events(view) == _events(fresh_view)
+            before = view
+
+
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("long") / "long.db"
+    with EventStore(path) as a, EventStore(path) as b:
+        yield a, b
+
+
+@settings(max_examples=120, **SETTINGS)
+@given(history=histories(), data=st.data())
+def test_long_and_short_views_agree_on_any_history(shared_store, history, data):
+    store, other = shared_store
+    conv = store.create_conversation(str(uuid.uuid4()))
+    conv.append_many(fresh(history))
+    at = data.draw(st.one_of(st.none(), st.integers(0, max(len(history) - 1, 0))), label="at")
+    at = at if history else None
+    short = other.conversation(conv.id).view(at=at)
+    with long_views():
+        long = conv.view(at=at)
+    expected = oracle(history if at is None else history[: at + 1])[:2]
+    assert shape(long) == shape(short) == expected
+    assert [d.property for d in long.dropped] == [d.property for d in short.dropped]
+    for options in (OPTIONS[0], OPTIONS[2]):
+        assert long.to_messages(**options.__dict__) == short.to_messages(**options.__dict__)
+    assert _events(long) == _events(short)
+
+
+def test_records_keep_every_field_a_message_reads():
+    """The typed records skip what they do not name: what they name must be what the
+    renderers read of an event (a field the renderers start to read must be added here)."""
+    from openhands_memory.view import records
+
+    action = rich_history()[2]
+    record = records.DECODERS["ActionEvent"].decode(action.to_json())
+    for options in OPTIONS:
+        assert (messages.serialize(messages.batch_turn([record]), options)
+                == messages.serialize(messages.batch_turn([action]), options))
+    obs = rich_history()[3]
+    record = records.DECODERS["ObservationEvent"].decode(obs.to_json())
+    assert messages.result_turn(record) == messages.result_turn(obs)
+    assert json.loads(obs.to_json())["observation"] == record.observation
