@@ -194,3 +194,20 @@ def test_records_keep_every_field_a_message_reads():
     record = records.DECODERS["ObservationEvent"].decode(obs.to_json())
     assert messages.result_turn(record) == messages.result_turn(obs)
     assert json.loads(obs.to_json())["observation"] == record.observation
+
+
+def test_sqlite_reads_a_long_view_past_its_page_cache_and_restores_it(store, conv):
+    """A long view's rows are read once: SQLite's cache is shrunk for the read (they would
+    fill it, and the process) and given back its size after."""
+    from openhands_memory import database
+    from openhands_memory.storage import sqlite
+
+    conv.append_many([f.user("go"), f.action("r0", "c0"), f.observation("c0")])
+    sizes = []
+    store.db.set_trace_callback(lambda sql: sizes.append(sql) if "cache_size" in sql else None)
+    with long_views():
+        conv.view(at=2)
+    conv.view(at=1)  # a short one: its cache is left alone
+    store.db.set_trace_callback(None)
+    assert sizes == [f"PRAGMA cache_size=-{sqlite.ONCE_CACHE_KIB}", f"PRAGMA cache_size=-{database.CACHE_KIB}"]
+    assert store.db.execute("PRAGMA cache_size").fetchone()[0] == -database.CACHE_KIB

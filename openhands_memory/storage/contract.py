@@ -39,10 +39,12 @@ class Driver(Protocol):
         ...
 
     def run_streaming(
-        self, streamed: Sequence[tuple[str, Sequence[Any]]], statements: Sequence[tuple[str, Sequence[Any]]]
+        self, streamed: Sequence[tuple[str, Sequence[Any]]], statements: Sequence[tuple[str, Sequence[Any]]],
+        *, once: bool = False,
     ) -> tuple[Iterator[tuple], list[list[tuple]]]:
         """``run_all(statements)``, and the rows of ``streamed``, taken by the caller inside
-        the transaction (a backend that can reads them a batch at a time)."""
+        the transaction (a backend that can reads them a batch at a time). ``once``: many
+        rows read once, which the backend need not cache."""
         ...
 
     def translate(self, error: Exception) -> None:
@@ -214,7 +216,7 @@ class Statements(Protocol):
 
 
     def view_tail(
-        self, cid: str, intervals: Sequence[Run], upto: int, *, count: bool = True
+        self, cid: str, intervals: Sequence[Run], upto: int, *, count: bool = True, once: bool = False
     ) -> tuple[Iterator[tuple], list[tuple], tuple | None, int | None, dict[str, int]]:
         """What a view reads once its intervals are known, in one ``run_streaming``: the rows
         (``VIEW_ROW_COLUMNS`` of each), the interval edges (as ``view_edges``), the newest
@@ -281,7 +283,7 @@ class Statements(Protocol):
 
     def branch_tail(
         self, cid: str, intervals: Sequence[Run], edges: Sequence[tuple[int, int, int | None, int | None]],
-        path: Sequence[Run],
+        path: Sequence[Run], *, once: bool = False,
     ) -> tuple[Iterator[tuple], list[tuple], tuple | None]:
         ...
 

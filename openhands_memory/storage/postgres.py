@@ -231,7 +231,8 @@ class PostgresSession(Session):
         return [[tuple(r) for r in cursor.fetchall()] for cursor in cursors]
 
     def run_streaming(
-        self, streamed: Sequence[tuple[str, Sequence[Any]]], statements: Sequence[tuple[str, Sequence[Any]]]
+        self, streamed: Sequence[tuple[str, Sequence[Any]]], statements: Sequence[tuple[str, Sequence[Any]]],
+        *, once: bool = False,
     ) -> tuple[Iterator[tuple], list[list[tuple]]]:
         """All in one pipeline (one round trip): the streamed rows arrive with the others,
         and are handed out taken off their lists, so that what the caller makes of them

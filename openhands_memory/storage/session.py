@@ -172,14 +172,16 @@ class Session(InspectionQueries):
         return [self.all(text, params) for text, params in statements]
 
     def run_streaming(
-        self, streamed: Sequence[tuple[str, Sequence[Any]]], statements: Sequence[tuple[str, Sequence[Any]]]
+        self, streamed: Sequence[tuple[str, Sequence[Any]]], statements: Sequence[tuple[str, Sequence[Any]]],
+        *, once: bool = False,
     ) -> tuple[Iterator[tuple], list[list[tuple]]]:
         """``run_all(statements)``, and the rows of ``streamed`` as the caller takes them (here
         read from the file a batch at a time, so that a long view never holds every row at
-        once). The caller takes them inside the same transaction."""
-        return self._stream(streamed), self.run_all(statements)
+        once). The caller takes them inside the same transaction. ``once``: many rows that
+        are read once (a long view's), which a backend need not keep in its cache."""
+        return self._stream(streamed, once), self.run_all(statements)
 
-    def _stream(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> Iterator[tuple]:
+    def _stream(self, statements: Sequence[tuple[str, Sequence[Any]]], once: bool) -> Iterator[tuple]:
         for text, params in statements:
             cursor = self.execute(text, params)
             try:
@@ -519,18 +521,19 @@ class Session(InspectionQueries):
         return found
 
     def view_tail(
-        self, cid: str, intervals: Sequence[Run], upto: int, *, count: bool = True
+        self, cid: str, intervals: Sequence[Run], upto: int, *, count: bool = True, once: bool = False
     ) -> tuple[Iterator[tuple], list[tuple], tuple | None, int | None, dict[str, int]]:
         """What a view reads once its intervals are known, in one ``run_streaming``: the rows
         (``VIEW_ROW_COLUMNS`` of each, to be taken inside the transaction), the interval
         edges (as ``view_edges``), the newest summary (condensation id, its uid, timestamp,
         summary, offset), the newest request's id and (``count``) ``batch_sizes`` up to
-        ``upto`` for the response ids of the rows' actions."""
+        ``upto`` for the response ids of the rows' actions. ``once``: a long view's rows
+        (``run_streaming``)."""
         rows = self.interval_statements(cid, intervals, VIEW_ROW_COLUMNS, ON_PATH)
         edges = self.edge_statements(cid, intervals)
         counts = self.batch_statements(cid, intervals, upto) if count else []
         found_rows, results = self.run_streaming(
-            rows, [*edges, *counts, (LATEST_SUMMARY, (cid, upto)), (LAST_REQUEST, (cid, upto))])
+            rows, [*edges, *counts, (LATEST_SUMMARY, (cid, upto)), (LAST_REQUEST, (cid, upto))], once=once)
         found_edges = [r for part in results[: len(edges)] for r in part]
         sizes = {rid: n for part in results[len(edges) : -2] for rid, n in part}
         summary, request = results[-2], results[-1]
@@ -746,7 +749,7 @@ class Session(InspectionQueries):
 
     def branch_tail(
         self, cid: str, intervals: Sequence[Run], edges: Sequence[tuple[int, int, int | None, int | None]],
-        path: Sequence[Run],
+        path: Sequence[Run], *, once: bool = False,
     ) -> tuple[Iterator[tuple], list[tuple], tuple | None]:
         """``view_tail`` for a view whose path branches: the rows of ``intervals``; the edges
         of each (s, e, the row before s on the path when it is hidden, the row after e when
@@ -774,7 +777,7 @@ class Session(InspectionQueries):
             "AND summary_offset IS NOT NULL) AS m FROM iv) x)",
             [*params, cid, cid],
         )
-        found_rows, results = self.run_streaming(rows, [*edge_sql, summary])
+        found_rows, results = self.run_streaming(rows, [*edge_sql, summary], once=once)
         found_edges = [r for part in results[: len(edge_sql)] for r in part]
         return found_rows, found_edges, (results[-1][0] if results[-1] else None)
 

@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from .. import database, sqlite_file
 from ..sqlite_file import low_on_space
@@ -24,7 +24,24 @@ from .recorder import QueryResult, Recorder
 from .session import IntegrityViolation, Session
 
 
+#: SQLite's page cache while a long view's rows are read (``Session.run_streaming``'s
+#: ``once``): read once, in order, they would fill the connection's 64 MB cache (evicting the
+#: index pages appends use) and add as much to the process (measured: 402 against 339 MB
+#: peak for a 100k-event view).
+ONCE_CACHE_KIB = 2048
+
+
 class SqliteSession(Session):
+    def _stream(self, statements: Sequence[tuple[str, Sequence[Any]]], once: bool) -> Iterator[tuple]:
+        if not once:
+            yield from super()._stream(statements, once)
+            return
+        self.conn.execute(f"PRAGMA cache_size=-{ONCE_CACHE_KIB}")
+        try:
+            yield from super()._stream(statements, once)
+        finally:
+            self.conn.execute(f"PRAGMA cache_size=-{database.CACHE_KIB}")
+
     def touch(self, cid: str) -> Any:
         # Our own commit leaves data_version as it is, and while this transaction holds the
         # write lock nobody else can commit: the value now is the value after our commit.

@@ -89,6 +89,8 @@ class ViewData:
         """``joins`` among ``facts`` only (a run of this view's facts, in order): what a step
         that extends an open loop needs, at the cost of the loop, not of the history."""
         path = self.path or []
+        if len(path) < 2 and len(facts) == sum(e - s + 1 for s, e in self.intervals):
+            return {}  # every id of every interval read, and no branch point: nothing to join
         branch_at = {path[i][0]: path[i - 1][1] for i in range(1, len(path))}
         segment: list[tuple[int, int, int]] = []  # visible intervals, numbered by stretch
         for s, e in self.intervals:
@@ -245,8 +247,9 @@ def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: 
     # Nothing hidden: every action up to ``upto`` is read, so the batches are counted here
     # (a long view with no condenser would otherwise have the database count each of its
     # tens of thousands of response ids).
-    rows, edge_rows, summary, last_request, sizes = db.view_tail(cid, intervals, upto, count=bool(runs))
-    data = _data(cid, upto, runs, None, intervals, rows, edge_rows, summary, last_cond, last_request, loader)
+    long = _long(intervals, loader)
+    rows, edge_rows, summary, last_request, sizes = db.view_tail(cid, intervals, upto, count=bool(runs), once=long)
+    data = _data(cid, upto, runs, None, rows, edge_rows, summary, last_cond, last_request, loader, long)
     data.batch_sizes = _counted(data) if not runs else sizes
     return data
 
@@ -256,19 +259,24 @@ def _load_branch(db: Session, cid: str, path: list[ranges.Run], loader: Loader |
     last_cond, last_request = db.path_ends(cid, path)
     runs = tree.hidden_in_force(db, cid, path)
     intervals = tree.subtract(path, runs)
-    rows, edge_rows, summary = db.branch_tail(cid, intervals, tree.edge_quads(path, intervals), path)
-    data = _data(cid, upto, runs, path, intervals, rows, edge_rows, summary, last_cond, last_request, loader)
+    long = _long(intervals, loader)
+    rows, edge_rows, summary = db.branch_tail(cid, intervals, tree.edge_quads(path, intervals), path, once=long)
+    data = _data(cid, upto, runs, path, rows, edge_rows, summary, last_cond, last_request, loader, long)
     data.batch_sizes = db.batch_sizes_on(cid, path, _response_ids(data))
     return data
 
 
-def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | None,
-          intervals: list[ranges.Run], rows: Iterable[tuple], edge_rows: list[tuple], summary: tuple | None,
-          last_cond: int | None, last_request: int | None, loader: Loader | None) -> ViewData:
+def _long(intervals: list[ranges.Run], loader: Loader | None) -> bool:
+    """Whether a view keeps no JSON (``KEEP_JSON_UPTO``), judged by the rows its intervals
+    can hold, before the first is read."""
+    return loader is not None and sum(e - s + 1 for s, e in intervals) > KEEP_JSON_UPTO
+
+
+def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | None, rows: Iterable[tuple],
+          edge_rows: list[tuple], summary: tuple | None, last_cond: int | None, last_request: int | None,
+          loader: Loader | None, long: bool) -> ViewData:
     facts: list[RowFacts] = []
     events: dict[int, Item] = {}
-    # (the rows the intervals can hold: known before the first row is read)
-    keep_json = loader is None or sum(e - s + 1 for s, e in intervals) <= KEEP_JSON_UPTO
     # The rows come a batch at a time and each is let go once read, so that a long view
     # never holds every payload and what is made of them at once.
     for seq, kind, thinking, call_id, rid, payload in rows:
@@ -279,7 +287,7 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
         same = call_id_shown(shown)
         f = RowFacts(seq, kind, bool(thinking), same if same == call_id else call_id, rid)  # one string, not two
         facts.append(f)
-        item = events[seq] = Pending(f, payload if keep_json else None, shown)
+        item = events[seq] = Pending(f, None if long else payload, shown)
         item.event = event
     open_loop_at, continues_after = _edges(_on_facts(edge_rows, facts), upto)
     return ViewData(

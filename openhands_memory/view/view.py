@@ -239,7 +239,9 @@ class View:
 
     @classmethod
     def from_data(cls, data: ViewData) -> "View":
-        visible: list[Item] = [data.events[f.seq] for f in data.facts if f.seq in data.events]
+        # ``events`` holds the visible rows in id order, as ``facts`` does (read so, and
+        # extended and filtered in place by the cache).
+        visible: list[Item] = list(data.events.values())
         if data.summary is not None:
             s = data.summary
             visible.insert(min(s.offset, len(visible)), make_summary_event(s.condensation_uid, s.timestamp, s.text))
