@@ -223,6 +223,16 @@ def events_to_turns(events: Sequence[Item], after: Sequence[Turn] = ()) -> list[
             j = i + 1
             while j < n and known[j].kind == "ActionEvent" and known[j].llm_response_id == rid:
                 j += 1
+            if j == i + 1:  # a batch of one call (most of them): what follows, without its sets
+                k = results.get(f.tool_call_id)
+                if k is not None:
+                    turns.append(batch_turn([_shown(events[i])]))  # (never a plain user turn to merge)
+                    if k not in used:
+                        used.add(k)
+                        shown = _shown(events[k])
+                        turns.append(shown if type(shown) is Turn else result_turn(shown))
+                i = j
+                continue
             # A call without a result would be rejected by the provider: leave it out.
             answered = [k for k in range(i, j) if known[k].tool_call_id in results]
             if answered:
@@ -271,17 +281,10 @@ def _tool_text(text: str) -> str:
 
 def serialize(turn: Turn, options: Options = DEFAULT, marks: dict[int, bool] | None = None) -> Msg:
     """One turn as the SDK's ``Message.to_chat_dict`` writes it for these switches."""
-    if not marks and not options.string_content and turn.role == "tool":
-        parts = turn.content
-        if len(parts) == 1 and type(parts[0]) is Text and not parts[0].cache:
-            # Most of a long view's messages: the general path below, without its checks.
-            msg = {"content": [{"type": "text", "text": _tool_text(parts[0].text)}], "role": "tool"}
-            if turn.tool_call_id is not None:
-                msg["tool_call_id"] = turn.tool_call_id
-                msg["name"] = turn.name
-            if options.reasoning_content and turn.reasoning_content:
-                msg["reasoning_content"] = turn.reasoning_content
-            return msg
+    if not marks and not options.string_content:
+        fast = _serialize_plain(turn, options)
+        if fast is not None:
+            return fast
     marks = marks or {}
     has_image = any(isinstance(p, Image) for p in turn.content)
     msg: Msg
@@ -321,6 +324,36 @@ def serialize(turn: Turn, options: Options = DEFAULT, marks: dict[int, bool] | N
     if turn.role == "tool" and turn.tool_call_id is not None:
         msg["tool_call_id"] = turn.tool_call_id
         msg["name"] = turn.name
+    if options.reasoning_content and turn.reasoning_content:
+        msg["reasoning_content"] = turn.reasoning_content
+    return msg
+
+
+def _serialize_plain(turn: Turn, options: Options) -> Msg | None:
+    """``serialize`` of the two turns most of a long view is made of, a tool result of one
+    text and an assistant's tool calls with text only, none of them marked; the general path
+    without its checks (the same message, keys in the same order). None for any other turn."""
+    parts = turn.content
+    if turn.role == "tool":
+        if len(parts) != 1 or type(parts[0]) is not Text or parts[0].cache:
+            return None
+        msg: Msg = {"content": [{"type": "text", "text": _tool_text(parts[0].text)}], "role": "tool"}
+        if turn.tool_call_id is not None:
+            msg["tool_call_id"] = turn.tool_call_id
+            msg["name"] = turn.name
+    elif turn.role == "assistant" and turn.tool_calls:
+        if any(type(p) is not Text or p.cache for p in parts):
+            return None
+        content = [{"type": "text", "text": p.text} for p in parts if p.text.strip()]  # (``_drop_empty_text``)
+        msg = {"content": content, "role": "assistant"} if content else {"role": "assistant"}
+        if turn.thinking_blocks:
+            msg["thinking_blocks"] = [dict(b) for b in turn.thinking_blocks]
+        msg["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in turn.tool_calls
+        ]
+    else:
+        return None
     if options.reasoning_content and turn.reasoning_content:
         msg["reasoning_content"] = turn.reasoning_content
     return msg
