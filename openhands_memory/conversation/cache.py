@@ -15,7 +15,7 @@ from ..storage.codec import decode
 from ..view import View, query
 from ..view.enforcement import enforce, warn
 from ..view.history import RowFacts, TailHistory, loop_spans
-from ..view.stored import Item, Loader, Pending, facts, items_of
+from ..view.stored import Item, Loader, items_of
 
 if TYPE_CHECKING:
     from ..storage import Recorder
@@ -48,8 +48,7 @@ class Boundary:
         return b
 
     def add(self, events: Sequence[Item]) -> None:
-        for x in events:
-            f = x.facts if type(x) is Pending else x  # (``stored.facts``, inlined)
+        for f in events:
             if f.kind == "ActionEvent":
                 self.call_ids.add(f.tool_call_id)
                 self.response_ids.add(f.llm_response_id)
@@ -65,7 +64,7 @@ class Boundary:
             return True
         items = items_of(view.events)
         for pos in range(len(items) - 1, -1, -1):
-            if facts(items[pos]).seq == start:
+            if items[pos].seq == start:
                 self.loop_from = pos
                 return True
         return False

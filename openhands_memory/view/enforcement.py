@@ -24,7 +24,7 @@ from .properties import (
     tool_loop_atomicity,
 )
 from .properties.pinned import Keep
-from .stored import Item, Pending
+from .stored import Item
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +66,13 @@ def holds_all(events: Sequence[Item], history: History) -> bool:
     """Whether no property would drop anything, in one pass over the events: what almost
     every view gives, and the four passes of the properties cost a long view 0.5 s at 100k
     events. The conditions are the properties' own, so False only sends the view on to them.
-    It reads only what a view's items tell undecoded (``stored.facts``)."""
+    It reads only what a view's items tell undecoded (``stored.Item``)."""
     calls: set[str] = set()
     results: set[str] = set()
     batches: dict[str, int] = {}
     present: set[int] = set()
     tools: list[int] = []
-    for x in events:
-        f = x.facts if type(x) is Pending else x  # (``stored.facts``, inlined: 100k calls)
+    for f in events:
         seq = f.seq
         if seq is not None:
             present.add(seq)

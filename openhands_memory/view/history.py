@@ -14,10 +14,11 @@ from typing import Iterable, Sequence
 from ..events import TOOL_KINDS, ActionEvent, Event
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RowFacts:
     """What loop detection, enforcement and turn grouping need to know about one event (from
-    indexed columns: no payload is decoded for them)."""
+    indexed columns: no payload is decoded for them). An event answers the same questions
+    itself, so either may stand where facts are read."""
 
     seq: int
     kind: str

@@ -204,24 +204,23 @@ def events_to_turns(events: Sequence[Item], after: Sequence[Turn] = ()) -> list[
     """The turns for ``events`` (events, or a view's items: ``stored.Pending`` ones are
     rendered from what they show, never decoded); with ``after``, appended to those
     (merging at the seam)."""
-    known = [x.facts if type(x) is Pending else x for x in events]  # (``stored.facts``, inlined)
     results: dict[str, int] = {}
-    for i, f in enumerate(known):
+    for i, f in enumerate(events):
         if f.kind in OBSERVATION_KINDS:
             results.setdefault(f.tool_call_id, i)
     used: set[int] = set()
     turns: list[Turn] = list(after)
-    n = len(known)
+    n = len(events)
     i = 0
     while i < n:
-        f = known[i]
+        f = events[i]
         if i in used:
             i += 1
             continue
         if f.kind == "ActionEvent":
             rid = f.llm_response_id
             j = i + 1
-            while j < n and known[j].kind == "ActionEvent" and known[j].llm_response_id == rid:
+            while j < n and events[j].kind == "ActionEvent" and events[j].llm_response_id == rid:
                 j += 1
             if j == i + 1:  # a batch of one call (most of them): what follows, without its sets
                 k = results.get(f.tool_call_id)
@@ -234,12 +233,12 @@ def events_to_turns(events: Sequence[Item], after: Sequence[Turn] = ()) -> list[
                 i = j
                 continue
             # A call without a result would be rejected by the provider: leave it out.
-            answered = [k for k in range(i, j) if known[k].tool_call_id in results]
+            answered = [k for k in range(i, j) if events[k].tool_call_id in results]
             if answered:
                 _add(turns, batch_turn([_shown(events[k]) for k in answered]))
                 # In the order they happened (an invalid call's error comes before the
                 # results of the calls that ran, as the SDK sends them).
-                for k in sorted({results[known[a].tool_call_id] for a in answered} - used):
+                for k in sorted({results[events[a].tool_call_id] for a in answered} - used):
                     used.add(k)
                     shown = _shown(events[k])
                     _add(turns, shown if type(shown) is Turn else result_turn(shown))

@@ -164,10 +164,12 @@ def load(db: Session, cid: str, at: int | None = None, loader: Loader | None = N
 
     A fixed number of statements, whatever the history: the ends, the hidden runs and the
     path, the rows of every visible interval, the interval edges, the batch counts, the
-    summary, the request. ``loader``: how to read an event again later (``stored.py``);
-    without one, the view keeps every event's JSON. They go in two groups (``view_head``, ``view_tail``), each of which
+    summary, the request. They go in two groups (``view_head``, ``view_tail``), each of which
     a backend may send in one round trip. A path with branches on it takes two statements
     more (its condensations, its hidden runs) and a group of its own for the batch counts.
+
+    ``loader``: how to read an event again later (``stored.py``); without one, the view keeps
+    every event's JSON, however long it is.
     """
     last, last_cond, newest, live, path, pin_rows = db.view_head(cid, at)
     if not path or tree.is_prefix(path):
@@ -285,10 +287,10 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
             continue
         shown, event = renderable(kind, payload, seq)
         same = call_id_shown(shown)
-        f = RowFacts(seq, kind, bool(thinking), same if same == call_id else call_id, rid)  # one string, not two
-        facts.append(f)
-        item = events[seq] = Pending(f, None if long else payload, shown)
-        item.event = event
+        item = Pending(seq, kind, bool(thinking), same if same == call_id else call_id,  # one string, not two
+                       rid, None if long else payload, shown, event)
+        facts.append(item)
+        events[seq] = item
     open_loop_at, continues_after = _edges(_on_facts(edge_rows, facts), upto)
     return ViewData(
         conversation_id=cid,

@@ -27,33 +27,23 @@ Loader = Callable[[list[int]], dict[int, Event]]
 CHUNK = 512
 
 
-class Pending:
-    """A stored event of a view, not decoded yet."""
+class Pending(RowFacts):
+    """A stored event of a view, not decoded yet: its facts (what enforcement, the cache and
+    turn grouping read, as they read an event's own attributes), and how to get the rest."""
 
-    __slots__ = ("facts", "payload", "shown", "event")
+    __slots__ = ("payload", "shown", "event")
 
-    def __init__(self, facts: RowFacts, payload: str | None, shown: Any):
-        self.facts = facts
+    def __init__(self, seq: int, kind: str, has_thinking: bool, tool_call_id: str | None,
+                 llm_response_id: str | None, payload: str | None, shown: Any, event: Event | None):
+        RowFacts.__init__(self, seq, kind, has_thinking, tool_call_id, llm_response_id)
         self.payload = payload  # its JSON, or None: read from the store when wanted
         self.shown = shown  # what its message is made of (``messages.renderable``)
-        self.event: Event | None = None
-
-    @property
-    def seq(self) -> int:
-        return self.facts.seq
-
-    @property
-    def kind(self) -> str:
-        return self.facts.kind
+        self.event = event  # decoded, once read
 
 
+#: A view's item: an event, or a stored one not decoded yet. Both have ``seq`` and ``kind``,
+#: and ``tool_call_id`` and ``llm_response_id`` where their kind does.
 Item = Union[Event, Pending]
-
-
-def facts(item: Item) -> Any:
-    """What an item tells without decoding: ``kind``, ``seq``, and ``tool_call_id`` and
-    ``llm_response_id`` where its kind has them (an event answers for itself)."""
-    return item.facts if type(item) is Pending else item
 
 
 class StoredEvents(Sequence[Event]):
@@ -115,9 +105,9 @@ class StoredEvents(Sequence[Event]):
         for x in part:
             if type(x) is Pending and x.event is None:
                 if x.payload is not None:
-                    x.event = decode(x.facts.kind, x.payload, x.facts.seq)
+                    x.event = decode(x.kind, x.payload, x.seq)
                 else:
-                    unread[x.facts.seq] = x
+                    unread[x.seq] = x
         if unread:
             decode_unread(unread, self.loader)
 
@@ -144,7 +134,7 @@ def event_of(item: Item, loader: Loader | None) -> Event:
         return item  # type: ignore[return-value]
     if item.event is None:
         if item.payload is not None:
-            item.event = decode(item.facts.kind, item.payload, item.facts.seq)
+            item.event = decode(item.kind, item.payload, item.seq)
         else:
-            decode_unread({item.facts.seq: item}, loader)
+            decode_unread({item.seq: item}, loader)
     return item.event  # type: ignore[return-value]

@@ -26,7 +26,7 @@ from .history import ListHistory
 from .manipulation import ManipulationIndices
 from .pins import NO_PINS, Pins
 from .query import ViewData, visible_intervals
-from .stored import Item, Loader, StoredEvents, event_of, facts, items_of
+from .stored import Item, Loader, StoredEvents, event_of, items_of
 
 
 @dataclass
@@ -81,7 +81,7 @@ class View:
     @property
     def seqs(self) -> list[int | None]:
         """Each event's sequence number in the store; None for the summary (derived)."""
-        return [facts(x).seq for x in items_of(self.events)]
+        return [x.seq for x in items_of(self.events)]
 
     @property
     def ids(self) -> list[int | None]:
@@ -250,7 +250,8 @@ class View:
         if holds_all(visible, history):  # what almost every view gives: nothing to decode
             kept, dropped = visible, []
         else:
-            kept, dropped = enforce([event_of(x, data.loader) for x in visible], history)  # type: ignore[assignment]
+            # (decoded a chunk at a time: a long view's events are read back in few statements)
+            kept, dropped = enforce(list(StoredEvents(visible, data.loader)), history)  # type: ignore[assignment]
             warn(dropped)
         again = 0
         if data.pins and (data.pinned or dropped):  # else every pinned event is in view
@@ -274,7 +275,7 @@ def _reinject(kept: list[Item], pins: Pins, events: dict[int, Item],
     """``kept`` with the pinned events it lacks shown again (``pins.reinjected``)."""
     if not pins:
         return kept, 0
-    shown = {facts(x).seq for x in kept}
+    shown = {x.seq for x in kept}
     lost = {p.seq: event_of(events[p.seq], loader) for p in pins if p.seq not in shown and p.seq in events}
     again = pinning.reinjected(pins, shown, lost)
     if not again:
