@@ -119,6 +119,9 @@ def test_a_long_view_reads_an_event_when_first_read_and_keeps_it(store, conv):
     assert isinstance(first, ActionEvent) and first.tool_call_id == "c0" and first.seq == 2
     assert view[2] is first and view.events[-2] is first
     assert [e.kind for e in view] == ["SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent"]
+    # a list's operations, as a view's events were a list
+    assert view.events[1:3] == [view[1], first] and view.events == list(view)
+    assert [] + view.events == view.events + [] == list(view)
 
 
 def test_a_long_view_read_after_its_store_closed_says_so(db_path):
