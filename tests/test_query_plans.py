@@ -251,8 +251,30 @@ def kept_replies(store: EventStore) -> None:
         assert db.llm_reply("k1") == "{}" and db.llm_reply("k2") is None
 
 
+def long_view(store: EventStore) -> None:
+    """A long view (view/stored.py): its rows streamed past SQLite's page cache, its messages
+    built from them, then its events read back from the store by id, a chunk at a time."""
+    from unittest.mock import patch
+
+    from openhands_memory.view import query
+
+    conv = store.conversation("sdk")
+    with patch.object(query, "KEEP_JSON_UPTO", -1):
+        view = conv.view(at=len(conv) - 1)
+    view.to_messages()
+    assert len(list(view.events)) == len(view)
+
+
 WORK = [first_view, view_at, cached_steps, bulk_appends, token_trigger_steps, condensation_written, branch_steps,
-        pinned_steps, searches, kept_replies]
+        pinned_steps, searches, kept_replies, long_view]
+
+
+def test_a_long_view_reads_its_events_back_by_key(files, tmp_path):
+    statements = record(files["plain"], long_view, tmp_path)
+    back = [(sql, params) for sql, params in statements if "AND id IN (" in sql]
+    assert back, "the long view's events were not read back"
+    for sql, params in back:
+        assert any("(conversation_id=? AND id=?)" in line for line in plan(files["plain"], sql, params)), sql
 
 
 @pytest.mark.parametrize("which", ["plain", "analyzed"])
