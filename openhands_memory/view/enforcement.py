@@ -70,12 +70,8 @@ def holds_all(events: Sequence[Item], history: History) -> bool:
     calls: set[str] = set()
     results: set[str] = set()
     batches: dict[str, int] = {}
-    present: set[int] = set()
     tools: list[int] = []
     for f in events:
-        seq = f.seq
-        if seq is not None:
-            present.add(seq)
         kind = f.kind
         if kind == "ActionEvent":
             calls.add(f.tool_call_id)
@@ -86,16 +82,20 @@ def holds_all(events: Sequence[Item], history: History) -> bool:
             results.add(f.tool_call_id)
         else:
             continue
-        if seq is not None:
-            tools.append(seq)
+        if f.seq is not None:
+            tools.append(f.seq)
     if calls != results:  # tool-call matching
         return False
     if any(n != history.batch_size(rid) for rid, n in batches.items()):  # batch atomicity
         return False
+    present: set[int] | None = None  # made for the first loop found (most views have none)
     for seq in tools:  # tool-loop atomicity
         span = history.loop_span(seq)
-        if span is not None and not all(m in present for m in span):
-            return False
+        if span is not None:
+            if present is None:
+                present = {f.seq for f in events if f.seq is not None}
+            if not all(m in present for m in span):
+                return False
     return True
 
 

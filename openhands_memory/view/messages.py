@@ -98,7 +98,7 @@ _IMAGES = (ImageContent, records.ImageRecord)
 def _parts(content: Sequence[Content]) -> list[Part]:
     out: list[Part] = []
     for c in content:
-        if isinstance(c, _TEXTS):
+        if type(c) is records.TextRecord or isinstance(c, _TEXTS):
             out.append(Text(c.text, c.cache_prompt))
         elif isinstance(c, _IMAGES):
             out.append(Image(list(c.image_urls), c.cache_prompt))
@@ -119,26 +119,26 @@ def result_turn(e: ObservationBase) -> Turn:
     """A result's tool turn (``e``: the event, or its ``records.ObservationRecord``)."""
     kind = e.kind
     if kind == "ObservationEvent":
-        content = observations.render(e.observation) + _parts(e.extended_content)  # type: ignore[attr-defined]
+        content = observations.render(e.observation)  # type: ignore[attr-defined]
+        if e.extended_content:  # type: ignore[attr-defined]
+            content = content + _parts(e.extended_content)  # type: ignore[attr-defined]
     elif kind == "UserRejectObservation":
         content = [Text(f"Action rejected: {e.rejection_reason}")]  # type: ignore[attr-defined]
     elif kind == "AgentErrorEvent":
         content = [Text(e.error)]  # type: ignore[attr-defined]
     else:  # pragma: no cover - every result kind is handled above
         content = []
-    return Turn("tool", content, tool_call_id=e.tool_call_id, name=e.tool_name)
+    return Turn("tool", content, None, e.tool_call_id, e.tool_name)
 
 
 def batch_turn(batch: Sequence[ActionEvent]) -> Turn:
     """A batch's assistant turn (``batch``: the events, or their ``records.ActionRecord``)."""
     first = batch[0]
-    return Turn(
-        "assistant",
-        _parts(first.thought),
-        tool_calls=[a.tool_call for a in batch],
-        reasoning_content=first.reasoning_content,
-        thinking_blocks=_thinking(first.thinking_blocks),
-    )
+    blocks = first.thinking_blocks
+    calls = [first.tool_call] if len(batch) == 1 else [a.tool_call for a in batch]
+    # (role, content, tool_calls, tool_call_id, name, reasoning_content, thinking_blocks)
+    return Turn("assistant", _parts(first.thought), calls, None, None, first.reasoning_content,
+                _thinking(blocks) if blocks else [])
 
 
 def single_turn(e: Event) -> Turn | None:
@@ -175,25 +175,19 @@ def _add(turns: list[Turn], turn: Turn) -> None:
         turns.append(turn)
 
 
-def renderable(kind: str, payload: str, seq: int) -> tuple[Any, Event | None]:
-    """What a stored event's message is made of, from its JSON, and the event when that is
-    what it took: an action's record, an observation's rendered tool turn (its observation
-    is not kept), or the decoded event (the other kinds, a few in any view)."""
+def renderable(kind: str, payload: str, seq: int) -> tuple[Any, Event | None, str | None]:
+    """What a stored event's message is made of, from its JSON, the event when that is what
+    it took, and the tool call id it holds (so that the view's facts share the string): an
+    action's record, an observation's rendered tool turn (its observation is not kept), or
+    the decoded event (the other kinds, a few in any view)."""
     decoder = records.DECODERS.get(kind)
     if decoder is None:
         event = decode(kind, payload, seq)
-        return event, event
+        return event, event, None
     record = decoder.decode(payload)
-    return (result_turn(record) if kind == "ObservationEvent" else record), None
-
-
-def call_id_shown(shown: Any) -> str | None:
-    """The tool call id a ``renderable`` holds, if any (the view's facts share the string)."""
-    if type(shown) is Turn:
-        return shown.tool_call_id
-    if type(shown) is records.ActionRecord:
-        return shown.tool_call.id
-    return None
+    if kind == "ObservationEvent":
+        return result_turn(record), None, record.tool_call_id
+    return record, None, record.tool_call.id
 
 
 def _shown(item: Item) -> Any:
@@ -205,8 +199,9 @@ def events_to_turns(events: Sequence[Item], after: Sequence[Turn] = ()) -> list[
     rendered from what they show, never decoded); with ``after``, appended to those
     (merging at the seam)."""
     results: dict[str, int] = {}
+    result_kinds = OBSERVATION_KINDS
     for i, f in enumerate(events):
-        if f.kind in OBSERVATION_KINDS:
+        if f.kind in result_kinds:
             results.setdefault(f.tool_call_id, i)
     used: set[int] = set()
     turns: list[Turn] = list(after)
@@ -225,11 +220,13 @@ def events_to_turns(events: Sequence[Item], after: Sequence[Turn] = ()) -> list[
             if j == i + 1:  # a batch of one call (most of them): what follows, without its sets
                 k = results.get(f.tool_call_id)
                 if k is not None:
-                    turns.append(batch_turn([_shown(events[i])]))  # (never a plain user turn to merge)
+                    turns.append(batch_turn([f.shown if type(f) is Pending else f]))  # (never a plain user turn to merge)
                     if k not in used:
                         used.add(k)
                         shown = _shown(events[k])
                         turns.append(shown if type(shown) is Turn else result_turn(shown))
+                        if k == j:
+                            j += 1  # its result, next to it: taken
                 i = j
                 continue
             # A call without a result would be rejected by the provider: leave it out.
@@ -331,26 +328,39 @@ def serialize(turn: Turn, options: Options = DEFAULT, marks: dict[int, bool] | N
 def _serialize_plain(turn: Turn, options: Options) -> Msg | None:
     """``serialize`` of the two turns most of a long view is made of, a tool result of one
     text and an assistant's tool calls with text only, none of them marked; the general path
-    without its checks (the same message, keys in the same order). None for any other turn."""
+    without its checks (the same message, keys in the same order). None for any other turn.
+    (Loops rather than comprehensions: on Python 3.11 each comprehension is a call.)"""
     parts = turn.content
-    if turn.role == "tool":
-        if len(parts) != 1 or type(parts[0]) is not Text or parts[0].cache:
+    role = turn.role
+    if role == "tool":
+        if len(parts) != 1:
             return None
-        msg: Msg = {"content": [{"type": "text", "text": _tool_text(parts[0].text)}], "role": "tool"}
+        part = parts[0]
+        if type(part) is not Text or part.cache:
+            return None
+        text = part.text
+        if len(text) > observations.TEXT_LIMIT:
+            text = _tool_text(text)
         if turn.tool_call_id is not None:
-            msg["tool_call_id"] = turn.tool_call_id
-            msg["name"] = turn.name
-    elif turn.role == "assistant" and turn.tool_calls:
-        if any(type(p) is not Text or p.cache for p in parts):
-            return None
-        content = [{"type": "text", "text": p.text} for p in parts if p.text.strip()]  # (``_drop_empty_text``)
+            msg: Msg = {"content": [{"type": "text", "text": text}], "role": "tool",
+                        "tool_call_id": turn.tool_call_id, "name": turn.name}
+        else:
+            msg = {"content": [{"type": "text", "text": text}], "role": "tool"}
+    elif role == "assistant" and turn.tool_calls:
+        content = []
+        for part in parts:
+            if type(part) is not Text or part.cache:
+                return None
+            text = part.text
+            if text and not text.isspace():  # (``_drop_empty_text``; ``strip`` would copy the text)
+                content.append({"type": "text", "text": text})
         msg = {"content": content, "role": "assistant"} if content else {"role": "assistant"}
         if turn.thinking_blocks:
             msg["thinking_blocks"] = [dict(b) for b in turn.thinking_blocks]
-        msg["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in turn.tool_calls
-        ]
+        calls = []
+        for c in turn.tool_calls:
+            calls.append({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}})
+        msg["tool_calls"] = calls
     else:
         return None
     if options.reasoning_content and turn.reasoning_content:
@@ -373,8 +383,16 @@ def _drop_empty_text(msg: Msg) -> None:
 
 
 def turns_to_messages(turns: Sequence[Turn], options: Options = DEFAULT) -> list[Msg]:
-    marks = _cache_marks(turns) if options.cache_prompt else {}
-    return [serialize(t, options, marks.get(i)) for i, t in enumerate(turns)]
+    if options.cache_prompt:
+        marks = _cache_marks(turns)
+        return [serialize(t, options, marks.get(i)) for i, t in enumerate(turns)]
+    if options.string_content:
+        return [serialize(t, options) for t in turns]
+    out = []
+    for t in turns:  # (``serialize`` without marks, its fast path first)
+        msg = _serialize_plain(t, options)
+        out.append(msg if msg is not None else serialize(t, options))
+    return out
 
 
 #: A view of more turns than this keeps no serialized copy of its messages: each call

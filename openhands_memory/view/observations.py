@@ -117,6 +117,8 @@ def plain_text(obs: dict[str, Any]) -> str:
         return items
     if not isinstance(items, list):
         return ""
+    if len(items) == 1 and type(items[0]) is dict and items[0].get("type", "text") == "text":
+        return str(items[0].get("text", ""))  # (most outputs: one text)
     return "".join([str(item.get("text", "")) for item in items
                     if isinstance(item, dict) and item.get("type", "text") == "text"])
 

@@ -29,7 +29,7 @@ from ..events import Event
 from ..storage import Session, hidden, tree
 from ..storage.codec import decode
 from .history import RowFacts, TailHistory, loop_spans
-from .messages import call_id_shown, renderable
+from .messages import renderable
 from .pins import NO_PINS, Pins, fold, resolve
 from .stored import Item, Loader, Pending, event_of
 
@@ -114,6 +114,8 @@ class ViewData:
         return visible_intervals(self.path, self.hidden, self.upto)
 
     def history(self) -> TailHistory:
+        if not self.open_loop_at and not any(f.has_thinking for f in self.facts):
+            return TailHistory(self.batch_sizes, {})  # no thinking action: no loop to map
         spans = loop_spans(
             self.facts, open_loop_at=self.open_loop_at, continues_after=self.continues_after,
             joins=self.joins,
@@ -252,7 +254,8 @@ def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: 
     long = _long(intervals, loader)
     rows, edge_rows, summary, last_request, sizes = db.view_tail(cid, intervals, upto, count=bool(runs), once=long)
     data = _data(cid, upto, runs, None, rows, edge_rows, summary, last_cond, last_request, loader, long)
-    data.batch_sizes = _counted(data) if not runs else sizes
+    if runs:  # (else every action up to ``upto`` was read, and counted as it was)
+        data.batch_sizes = sizes
     return data
 
 
@@ -264,7 +267,7 @@ def _load_branch(db: Session, cid: str, path: list[ranges.Run], loader: Loader |
     long = _long(intervals, loader)
     rows, edge_rows, summary = db.branch_tail(cid, intervals, tree.edge_quads(path, intervals), path, once=long)
     data = _data(cid, upto, runs, path, rows, edge_rows, summary, last_cond, last_request, loader, long)
-    data.batch_sizes = db.batch_sizes_on(cid, path, _response_ids(data))
+    data.batch_sizes = db.batch_sizes_on(cid, path, set(data.batch_sizes))
     return data
 
 
@@ -279,14 +282,17 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
           loader: Loader | None, long: bool) -> ViewData:
     facts: list[RowFacts] = []
     events: dict[int, Item] = {}
+    counted: dict[str, int] = {}  # actions per response id among the rows
     # The rows come a batch at a time and each is let go once read, so that a long view
-    # never holds every payload and what is made of them at once.
+    # never holds every payload and what is made of them at once. (One loop does what a
+    # long view needs of each row: a pass over 100k rows costs ~10 ms.)
     for seq, kind, thinking, call_id, rid, payload in rows:
+        if kind == "ActionEvent":
+            counted[rid] = counted.get(rid, 0) + 1
         if payload is None:
             facts.append(RowFacts(seq, kind, bool(thinking), call_id, rid))
             continue
-        shown, event = renderable(kind, payload, seq)
-        same = call_id_shown(shown)
+        shown, event, same = renderable(kind, payload, seq)
         item = Pending(seq, kind, bool(thinking), same if same == call_id else call_id,  # one string, not two
                        rid, None if long else payload, shown, event)
         facts.append(item)
@@ -301,7 +307,7 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
         events=events,
         open_loop_at=open_loop_at,
         continues_after=continues_after,
-        batch_sizes={},
+        batch_sizes=counted,
         summary=Summary(*summary) if summary else None,
         last_condensation=last_cond,
         last_request=last_request,
@@ -309,15 +315,3 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
     )
 
 
-def _counted(data: ViewData) -> dict[str, int]:
-    """How many actions each response id has among the view's rows."""
-    out: dict[str, int] = {}
-    for f in data.facts:
-        if f.kind == "ActionEvent":
-            rid = f.llm_response_id
-            out[rid] = out.get(rid, 0) + 1  # type: ignore[index]
-    return out
-
-
-def _response_ids(data: ViewData) -> set[str]:
-    return {f.llm_response_id for f in data.facts if f.kind == "ActionEvent"}  # type: ignore[misc]

@@ -35,7 +35,9 @@ class Pending(RowFacts):
 
     def __init__(self, seq: int, kind: str, has_thinking: bool, tool_call_id: str | None,
                  llm_response_id: str | None, payload: str | None, shown: Any, event: Event | None):
-        RowFacts.__init__(self, seq, kind, has_thinking, tool_call_id, llm_response_id)
+        # (RowFacts's slots set here: a long view makes a hundred thousand of these)
+        self.seq, self.kind, self.has_thinking = seq, kind, has_thinking
+        self.tool_call_id, self.llm_response_id = tool_call_id, llm_response_id
         self.payload = payload  # its JSON, or None: read from the store when wanted
         self.shown = shown  # what its message is made of (``messages.renderable``)
         self.event = event  # decoded, once read
