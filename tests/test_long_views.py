@@ -199,6 +199,51 @@ def test_records_keep_every_field_a_message_reads():
     assert json.loads(obs.to_json())["observation"] == record.observation
 
 
+_TEXT_OR_NOT = st.one_of(st.none(), st.text(max_size=8), st.integers(-2, 2), st.booleans())
+_CONTENT_ITEM = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=20)},
+                          optional={"cache_prompt": st.booleans()}),
+    st.fixed_dictionaries({"text": st.text(max_size=20)}),  # no type: a text, as the SDK reads it
+    st.fixed_dictionaries({"type": st.just("image"), "image_urls": st.just(["data:image/png;base64,AA"])}),
+)
+_METADATA = st.fixed_dictionaries({}, optional={
+    "prefix": st.one_of(st.none(), st.text(max_size=8)),
+    "suffix": st.one_of(st.none(), st.text(max_size=8)),
+    "working_dir": _TEXT_OR_NOT,
+    "py_interpreter_path": _TEXT_OR_NOT,
+    "exit_code": st.one_of(st.none(), st.integers(-2, 2)),
+    "pid": st.integers(-1, 9),
+})
+
+
+@settings(max_examples=150, deadline=None)
+@given(content=st.lists(_CONTENT_ITEM, max_size=3), metadata=st.one_of(st.none(), _METADATA),
+       extra=st.fixed_dictionaries({}, optional={
+           "is_error": st.booleans(), "full_output_save_dir": st.one_of(st.none(), st.text(max_size=5)),
+           "command": st.text(max_size=5)}),
+       long_output=st.booleans())
+def test_a_terminal_result_read_as_a_record_shows_what_its_event_shows(content, metadata, extra, long_output):
+    """A terminal observation is read as a typed record when its JSON has that shape (else
+    as a dict): either way its tool turn is the one its decoded event gives."""
+    from openhands_memory.view import records
+
+    if long_output:
+        content = content + [{"type": "text", "text": "line\n" * 8_000}]  # cut at 30,000
+    observation = {"kind": "TerminalObservation", "content": content, **extra}
+    if metadata is not None:
+        observation["metadata"] = metadata
+    event = ObservationEvent(tool_name="terminal", tool_call_id="c1", observation=observation, action_id="a")
+    payload = event.to_json()
+    shown, decoded, call_id = messages.renderable("ObservationEvent", payload, 0)
+    assert decoded is None and call_id == "c1"
+    assert shown == messages.result_turn(event)
+    plain = all(isinstance(c, dict) and c.get("type", "text") == "text" for c in content)
+    if plain and all(isinstance(metadata.get(k), (str, type(None))) for k in ("prefix", "suffix")) if metadata else plain:
+        # the shape the record reads: the fast path was the one taken
+        assert payload.rfind(records.TERMINAL_KIND) >= 0
+        assert type(records.TERMINAL.decode(payload).observation) is records.TerminalRecord
+
+
 def test_sqlite_reads_a_long_view_past_its_page_cache_and_restores_it(store, conv):
     """A long view's rows are read once: SQLite's cache is shrunk for the read (they would
     fill it, and the process) and given back its size after."""

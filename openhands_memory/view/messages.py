@@ -23,6 +23,8 @@ Two steps, as in the SDK (``events_to_messages`` then ``LLM.format_messages_for_
 from __future__ import annotations
 
 import json
+
+import msgspec
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -81,7 +83,7 @@ class Turn:
     tool_call_id: str | None = None
     name: str | None = None
     reasoning_content: str | None = None
-    thinking_blocks: list[dict[str, Any]] = field(default_factory=list)
+    thinking_blocks: Sequence[dict[str, Any]] = ()  # (shared when empty: most turns have none)
 
     @property
     def plain_user(self) -> bool:
@@ -115,11 +117,22 @@ def _thinking(blocks: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
+_NO_METADATA = records.TerminalMetadataRecord()
+
+
 def result_turn(e: ObservationBase) -> Turn:
     """A result's tool turn (``e``: the event, or its ``records.ObservationRecord``)."""
     kind = e.kind
     if kind == "ObservationEvent":
-        content = observations.render(e.observation)  # type: ignore[attr-defined]
+        obs = e.observation  # type: ignore[attr-defined]
+        if type(obs) is records.TerminalRecord:
+            meta = obs.metadata or _NO_METADATA
+            texts = obs.content
+            content = observations.terminal_parts(
+                texts[0].text if len(texts) == 1 else "".join([t.text for t in texts]), meta.prefix, meta.suffix, meta.working_dir,
+                meta.py_interpreter_path, meta.exit_code, obs.full_output_save_dir, obs.is_error)
+        else:
+            content = observations.render(obs)
         if e.extended_content:  # type: ignore[attr-defined]
             content = content + _parts(e.extended_content)  # type: ignore[attr-defined]
     elif kind == "UserRejectObservation":
@@ -138,7 +151,7 @@ def batch_turn(batch: Sequence[ActionEvent]) -> Turn:
     calls = [first.tool_call] if len(batch) == 1 else [a.tool_call for a in batch]
     # (role, content, tool_calls, tool_call_id, name, reasoning_content, thinking_blocks)
     return Turn("assistant", _parts(first.thought), calls, None, None, first.reasoning_content,
-                _thinking(blocks) if blocks else [])
+                _thinking(blocks) if blocks else ())
 
 
 def single_turn(e: Event) -> Turn | None:
@@ -184,9 +197,16 @@ def renderable(kind: str, payload: str, seq: int) -> tuple[Any, Event | None, st
     if decoder is None:
         event = decode(kind, payload, seq)
         return event, event, None
-    record = decoder.decode(payload)
     if kind == "ObservationEvent":
+        if payload.rfind(records.TERMINAL_KIND) >= 0:  # (from the end, where the SDK writes it)
+            try:
+                terminal = records.TERMINAL.decode(payload)
+                return result_turn(terminal), None, terminal.tool_call_id
+            except msgspec.ValidationError:
+                pass  # (not the shape the record reads: read as a dict)
+        record = decoder.decode(payload)
         return result_turn(record), None, record.tool_call_id
+    record = decoder.decode(payload)
     return record, None, record.tool_call.id
 
 

@@ -134,17 +134,26 @@ def render_default(obs: dict[str, Any]) -> list[Part]:
 def render_terminal(obs: dict[str, Any]) -> list[Part]:
     meta = obs.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
+    return terminal_parts(plain_text(obs), meta.get("prefix"), meta.get("suffix"), meta.get("working_dir"),
+                          meta.get("py_interpreter_path"), meta.get("exit_code", -1),
+                          obs.get("full_output_save_dir"), obs.get("is_error"))
+
+
+def terminal_parts(output: str, prefix: Any, suffix: Any, working_dir: Any, py_interpreter_path: Any,
+                   exit_code: Any, save_dir: Any, is_error: Any) -> list[Part]:
+    """A terminal observation's parts from its fields (its stored dict's, or those of its
+    ``records.TerminalRecord``)."""
     # Joined once: the output is most of the text, and each ``+=`` would copy it again.
-    pieces = [meta.get("prefix") or "", plain_text(obs), meta.get("suffix") or ""]
-    if meta.get("working_dir"):
-        pieces.append(f"\n[Current working directory: {meta['working_dir']}]")
-    if meta.get("py_interpreter_path"):
-        pieces.append(f"\n[Python interpreter: {meta['py_interpreter_path']}]")
-    exit_code = meta.get("exit_code", -1)
+    pieces = [prefix or "", output, suffix or ""]
+    if working_dir:
+        pieces.append(f"\n[Current working directory: {working_dir}]")
+    if py_interpreter_path:
+        pieces.append(f"\n[Python interpreter: {py_interpreter_path}]")
     if exit_code != -1:
         pieces.append(f"\n[Command finished with exit code {exit_code}]")
-    cut = truncate("".join(pieces), TERMINAL_LIMIT, obs.get("full_output_save_dir"), "terminal")
-    return [Text(ERROR_HEADER), Text(cut)] if obs.get("is_error") else [Text(cut)]
+    text = "".join(pieces)
+    cut = text if len(text) <= TERMINAL_LIMIT else truncate(text, TERMINAL_LIMIT, save_dir, "terminal")
+    return [Text(ERROR_HEADER), Text(cut)] if is_error else [Text(cut)]
 
 
 _IMAGE_PREFIXES = {"/9j/": "image/jpeg", "iVBORw0KGgo": "image/png", "R0lGODlh": "image/gif", "UklGR": "image/webp"}

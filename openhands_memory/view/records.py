@@ -68,6 +68,42 @@ class ObservationRecord(msgspec.Struct):
     kind: ClassVar[str] = "ObservationEvent"
 
 
+class TerminalMetadataRecord(msgspec.Struct):
+    """What a terminal observation's ``metadata`` adds to its output (any JSON value, as its
+    dict would give it: ``observations.terminal_parts`` reads them as it reads the dict's)."""
+
+    prefix: Any = None
+    suffix: Any = None
+    working_dir: Any = None
+    py_interpreter_path: Any = None
+    exit_code: Any = -1
+
+
+class TerminalRecord(msgspec.Struct, tag="TerminalObservation", tag_field="kind"):
+    """A ``TerminalObservation`` whose content is texts only (what the terminal writes)."""
+
+    content: list[TextRecord]
+    is_error: Any = False
+    metadata: Union[TerminalMetadataRecord, None] = None
+    full_output_save_dir: Any = None
+
+
+class TerminalObservationRecord(msgspec.Struct):
+    """An ``ObservationEvent`` of the terminal, read without a dict for its observation."""
+
+    tool_call_id: str
+    tool_name: str
+    observation: TerminalRecord
+    extended_content: list[TextRecord] = []
+    kind: ClassVar[str] = "ObservationEvent"
+
+
+#: Most observations of a coding agent are the terminal's: they are read as a typed record
+#: (a third less time, read and rendered, than as a dict), when their JSON says that kind
+#: as the SDK writes it. Any other shape is not valid for the record, and is read as a dict.
+TERMINAL_KIND = '"kind":"TerminalObservation"'
+TERMINAL = msgspec.json.Decoder(TerminalObservationRecord)
+
 DECODERS: dict[str, msgspec.json.Decoder] = {
     "ActionEvent": msgspec.json.Decoder(ActionRecord),
     "ObservationEvent": msgspec.json.Decoder(ObservationRecord),
