@@ -478,10 +478,16 @@ def _copy_flat(msg: Msg) -> Msg:
     out = msg.copy()
     content = out.get("content")
     if type(content) is list:
-        out["content"] = [p.copy() for p in content]
+        # (one part, one call: most messages; a comprehension is a call of its own on 3.11)
+        out["content"] = [content[0].copy()] if len(content) == 1 else [p.copy() for p in content]
     calls = out.get("tool_calls")
     if calls is not None:
-        out["tool_calls"] = [{**c, "function": c["function"].copy()} for c in calls]
+        if len(calls) == 1:
+            call = calls[0].copy()
+            call["function"] = call["function"].copy()
+            out["tool_calls"] = [call]
+        else:
+            out["tool_calls"] = [{**c, "function": c["function"].copy()} for c in calls]
     return out
 
 
