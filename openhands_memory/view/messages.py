@@ -23,10 +23,10 @@ Two steps, as in the SDK (``events_to_messages`` then ``LLM.format_messages_for_
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import msgspec
-from dataclasses import dataclass, field
-from typing import Any, Sequence
 
 from . import observations, records
 from ..events import (
@@ -121,16 +121,18 @@ _NO_METADATA = records.TerminalMetadataRecord()
 
 
 def result_turn(e: ObservationBase) -> Turn:
-    """A result's tool turn (``e``: the event, or its ``records.ObservationRecord``)."""
+    """A result's tool turn (``e``: the event, or its ``records.ObservationRecord`` or
+    ``records.TerminalObservationRecord``)."""
     kind = e.kind
     if kind == "ObservationEvent":
         obs = e.observation  # type: ignore[attr-defined]
         if type(obs) is records.TerminalRecord:
             meta = obs.metadata or _NO_METADATA
             texts = obs.content
-            content = observations.terminal_parts(
-                texts[0].text if len(texts) == 1 else "".join([t.text for t in texts]), meta.prefix, meta.suffix, meta.working_dir,
-                meta.py_interpreter_path, meta.exit_code, obs.full_output_save_dir, obs.is_error)
+            output = texts[0].text if len(texts) == 1 else "".join([t.text for t in texts])
+            content = observations.terminal_parts(output, meta.prefix, meta.suffix, meta.working_dir,
+                                                  meta.py_interpreter_path, meta.exit_code,
+                                                  obs.full_output_save_dir, obs.is_error)
         else:
             content = observations.render(obs)
         if e.extended_content:  # type: ignore[attr-defined]
