@@ -1,7 +1,9 @@
 """Import rate of ``openhands-memory import``, for an OpenHands SDK conversation folder and for
-JSON Lines, at each size: does it hold 20,000 events/s, and does it fall as N grows?
+JSON Lines, at each size, with the search index built during the import (the default) and
+without it (``--no-search-index``): does it hold 50,000 events/s, and does it fall as N grows?
 
     python bench/import.py [--workload own|sdk|both] [--sizes 10000,100000,1000000] [--repeats 3]
+                           [--index on,off]
 
 The inputs are written once per (workload, size, seed) under ``<dir>/import`` and kept:
   * an SDK folder as the SDK's EventLog writes it (what ``openhands_memory/io/sdk.py``
@@ -10,12 +12,16 @@ The inputs are written once per (workload, size, seed) under ``<dir>/import`` an
     ``base_state.json``. Condensations carry ``forgotten_event_ids`` (the own workload's
     ranges become the ids of the events they newly forget, as the SDK would list them);
   * a JSONL file: one event's JSON per line, as ``export --format jsonl`` writes it.
-Each run is a whole process, ``python -m openhands_memory.cli import DB PATH -c bench`` into
-a new database file (deleted afterwards), timed by a launcher (wall, CPU of the process).
-Rates are given for the whole command and net of the command's start (the median wall of
-``python -m openhands_memory.cli import --help``), which is what a large import amortizes;
-the target is judged on the net rate, and "not falling" is the net rate at the largest size
-divided by the one at the smallest (at least 0.9).
+Each run is a whole process, ``python -m openhands_memory.cli import DB PATH -c bench
+[--no-search-index]`` into a new database file (deleted afterwards), timed by a launcher
+(wall, CPU of the process and its children: a large input is parsed in a child process,
+``io/parallel.py``). Rates are given for the whole command and net of the command's start
+(the median wall of ``python -m openhands_memory.cli import --help``), which is what a large
+import amortizes; the target (issue 23: 50,000 events/s, at most a 10 % fall from the
+smallest size to the largest) is judged on the net rate without the index. With the index
+the rows carry no target: its FTS5 tables cost some 0.2 ms an event to fill (the trigram
+table alone 165 us), whenever they are built (``search-index DB on`` after an import without
+it costs the same), which no import on two cores can bring to 50,000 events/s.
 """
 
 from __future__ import annotations
@@ -48,8 +54,9 @@ from bench.common import (  # noqa: E402
 from openhands_memory.events import Condensation  # noqa: E402
 from openhands_memory.conversation import EventStore  # noqa: E402
 
-TARGET = 20_000  # events/s (issue 9)
+TARGET = 50_000  # events/s without the search index (issue 23)
 TARGET_NOT_FALLING = 0.9
+INDEX_LABEL = {"off": "no index", "on": "index"}
 
 
 def _sdk_dict(event, uids: list[str], gone: set[int]) -> dict:
@@ -99,12 +106,13 @@ def inputs(work: Path, wl: Workload, n: int, seed: int) -> tuple[Path, Path]:
     return folder, jsonl
 
 
-def import_once(work: Path, source: Path, n: int) -> dict:
+def import_once(work: Path, source: Path, n: int, index: str = "on") -> dict:
     db = work / "work" / "import-run.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     remove_db(db)
     try:
-        result, _ = measure_process(cli("import", str(db), str(source), "-c", CONVERSATION),
+        flags = ("--no-search-index",) if index == "off" else ()
+        result, _ = measure_process(cli("import", str(db), str(source), "-c", CONVERSATION, *flags),
                                     timeout=3600, env=child_env())
         if result["timed_out"]:
             raise RuntimeError(f"import of {source} timed out")
@@ -120,7 +128,13 @@ def import_once(work: Path, source: Path, n: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_arguments(ap, repeats=3)
+    ap.add_argument("--index", default="off,on",
+                    help="with the search index built during the import (on), without it (off), or both "
+                         "(default: off,on)")
     args = ap.parse_args()
+    indexes = [i.strip() for i in args.index.split(",") if i.strip()]
+    if not indexes or any(i not in INDEX_LABEL for i in indexes):
+        ap.error("--index takes on, off or on,off")
     s = Session("openhands-memory import bench (the import command as a whole process)", args)
     env = child_env()
     starts = [measure_process(cli("import", "--help"), env=env)[0]["wall"] for _ in range(max(3, args.repeats))]
@@ -128,29 +142,35 @@ def main() -> int:
     say(f"command start (python -m openhands_memory.cli import --help): {start:.3f} s wall, median of {len(starts)}")
     print()
     ok = True
+    runs_of = [(kind, label, index) for kind, label in (("sdk", "SDK folder"), ("jsonl", "JSONL")) for index in indexes]
     for wl in s.workloads:
         f: dict[str, Figure] = {}
-        for kind, label in (("sdk", "SDK folder"), ("jsonl", "JSONL")):
-            f[f"{kind}_cmd"] = Figure(f"{label}: events/s", "{:,.0f}")
-            f[f"{kind}_net"] = Figure(f"{label}: events/s net of start", "{:,.0f}", TARGET, at_most=False, optional=True)
-            f[f"{kind}_cpu"] = Figure(f"{label}: events per CPU-s", "{:,.0f}")
-            f[f"{kind}_wall"] = Figure(f"{label}: wall s", "{:.2f}")
+        for kind, label, index in runs_of:
+            key, name = f"{kind}_{index}", f"{label}, {INDEX_LABEL[index]}"
+            f[f"{key}_cmd"] = Figure(f"{name}: events/s", "{:,.0f}")
+            f[f"{key}_net"] = Figure(f"{name}: events/s net of start", "{:,.0f}",
+                                     TARGET if index == "off" else None, at_most=False, optional=True)
+            f[f"{key}_cpu"] = Figure(f"{name}: events per CPU-s", "{:,.0f}")
+            f[f"{key}_wall"] = Figure(f"{name}: wall s", "{:.2f}")
         for n in s.sizes:
             folder, jsonl = inputs(args.dir, wl, n, args.seed)
-            for kind, source in (("sdk", folder), ("jsonl", jsonl)):
-                runs = [import_once(args.dir, source, n) for _ in range(args.repeats)]
+            for kind, _label, index in runs_of:
+                source = folder if kind == "sdk" else jsonl
+                key = f"{kind}_{index}"
+                runs = [import_once(args.dir, source, n, index) for _ in range(args.repeats)]
                 wall = median([r["wall"] for r in runs])
                 cpu = median([r["cpu"] for r in runs])
-                f[f"{kind}_cmd"].values[n] = n / wall
-                f[f"{kind}_net"].values[n] = n / (wall - start) if wall > start else None
-                f[f"{kind}_cpu"].values[n] = n / cpu
-                f[f"{kind}_wall"].values[n] = wall
+                f[f"{key}_cmd"].values[n] = n / wall
+                f[f"{key}_net"].values[n] = n / (wall - start) if wall > start else None
+                f[f"{key}_cpu"].values[n] = n / cpu
+                f[f"{key}_wall"].values[n] = wall
                 walls = ", ".join(f"{r['wall']:.2f}" for r in runs)
-                say(f"{wl.name} {human(n)} {kind}: {wall:.2f} s wall, {n / wall:,.0f} events/s, "
-                      f"{n / cpu:,.0f} per CPU-s (runs: {walls} s)", "  ")
+                say(f"{wl.name} {human(n)} {kind} {INDEX_LABEL[index]}: {wall:.2f} s wall, {n / wall:,.0f} events/s, "
+                    f"{n / cpu:,.0f} per CPU-s (runs: {walls} s)", "  ")
         figures = list(f.values())
-        for kind, label in (("sdk", "SDK folder"), ("jsonl", "JSONL")):
-            r = ratio_figure(f"{label} net rate", f[f"{kind}_net"], s.sizes, TARGET_NOT_FALLING, at_most=False)
+        for kind, label, index in runs_of:
+            r = ratio_figure(f"{label}, {INDEX_LABEL[index]}: net rate", f[f"{kind}_{index}_net"], s.sizes,
+                             TARGET_NOT_FALLING if index == "off" else None, at_most=False)
             if r is not None:
                 figures.append(r)
         print()

@@ -173,7 +173,12 @@ def seal(built: Path, label: Path, expected: Contents | None = None) -> None:
         try:
             conn.execute(f"PRAGMA busy_timeout={_SEAL_BUSY_MS}")
             held = count(conn)
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            # A file built with a rollback journal (durability "build") is published in WAL
+            # mode, as every other file is (the mode is kept in the file).
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
+                    raise StorageFault(f"{label}: the new file could not be put in WAL mode; {nothing}")
+            else:
                 busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
                 if busy:
                     raise StorageFault(f"{label}: another connection holds the new file; {nothing}")

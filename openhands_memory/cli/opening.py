@@ -110,7 +110,8 @@ def writing_store(db: str, *, create: bool = False) -> Iterator["EventStore"]:
         return
     try:
         with building(path) as build:
-            store = EventStore(build.path, create=True)
+            # No one opens the file before it is published: "build" writes each page once.
+            store = EventStore(build.path, create=True, durability="build")
             try:
                 yield store
                 build.written_by(store.db)

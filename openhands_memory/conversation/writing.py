@@ -13,12 +13,12 @@ store's files, the conversation row an import creates).
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from ..errors import ConcurrentCondensation, ConversationNotFound
 from ..events import Condensation, Event
 from ..storage import Session, condensations, tree
-from ..storage.codec import event_row
+from ..storage.codec import check_rows, event_row
 
 if TYPE_CHECKING:
     from ..view import View
@@ -93,11 +93,18 @@ class Writer:
         self.appended.append((events, first))
         return list(range(first, first + len(events)))
 
-    def load(self, events: Sequence[Event], payloads: Sequence[str | None], resolve: Resolve) -> None:
+    def load(self, events: Sequence[Event], payloads: Sequence[str | None], resolve: Resolve,
+             known: Mapping[str, int] | None = None,
+             rows: Sequence[tuple[Any, ...] | None] | None = None) -> None:
         """A bulk load's batch (an import): stored as ``append`` stores them, but the events
         keep no ids and the cached view is read again after the commit instead of extended,
-        so that a long history is never held in memory."""
-        self._insert(events, payloads, resolve)
+        so that a long history is never held in memory. ``known``: the external id of every
+        row stored so far with its id, which the loader keeps (parents are found there, not in
+        SQL: ``Session.defer_event_indexes``). ``rows``: for each event, its row when it was
+        made already (``codec.event_row(checked=False)``, with this conversation and the id
+        the event gets; the event is then only what the tree reads of it: ``io/parallel.py``),
+        else None."""
+        self._insert(events, payloads, resolve, known, rows)
         self.loaded = True
 
     def condensation(self, cond: Condensation, *, view: "View | None" = None,
@@ -130,7 +137,8 @@ class Writer:
         return seq
 
     def _insert(self, events: Sequence[Event], payloads: Sequence[str | None] | None,
-                resolve: Resolve | None) -> int:
+                resolve: Resolve | None, known: Mapping[str, int] | None = None,
+                made: Sequence[tuple[Any, ...] | None] | None = None) -> int:
         db, cid = self.db, self.conversation_id
         if self._next is None:
             last = db.last_seq(cid)
@@ -141,10 +149,16 @@ class Writer:
         first = self._next
         texts = payloads if payloads is not None else [None] * len(events)
         count = self._tokens.count_new
-        db.insert_events([
-            event_row(cid, first + k, e, p, tokens=count(e)) for k, (e, p) in enumerate(zip(events, texts))
-        ])
-        parents = tree.store(db, cid, first, events, self._head)
+        if made is None:
+            rows = [event_row(cid, first + k, e, p, tokens=count(e)) for k, (e, p) in enumerate(zip(events, texts))]
+        else:  # a new conversation's load (no counter owns its counts yet), in order
+            rows = [event_row(cid, first + k, e, p, tokens=count(e)) if r is None else r
+                    for k, (e, p, r) in enumerate(zip(events, texts, made))]
+            if rows and (rows[0][:2] != (cid, first) or rows[-1][1] != first + len(rows) - 1):
+                raise RuntimeError(f"a load's rows of {cid!r} do not start at id {first}")
+            check_rows(rows)
+        db.insert_events(rows)
+        parents = tree.store(db, cid, first, events, self._head, known)
         self._head = parents.head
         # The cached view extends only along HEAD's path: rows that start a branch, move HEAD,
         # or land while HEAD stays behind them (a non-node after a navigate) make it read again.

@@ -248,6 +248,25 @@ class Checker:
                     )
         self.count += 1
 
+    def add_batch(self, batch: list[tuple[Any, ...]]) -> None:
+        """``add`` for each ``(event, where, ...)`` of a batch, in order (the same checks; a
+        load's loop, without a call per event)."""
+        seq_of, wheres, count = self.seq_of, self._where, self.count
+        try:
+            for item in batch:
+                event = item[0]
+                uid = event.id
+                if uid in seq_of or isinstance(event, Condensation):
+                    self.count = count
+                    self.add(event, item[1])
+                    count += 1
+                    continue
+                seq_of[uid] = count
+                wheres.append(item[1])
+                count += 1
+        finally:
+            self.count = count
+
     def resolved(self, cond: Condensation, seq: int) -> Condensation:
         """``cond`` with its external ids turned into id ranges, as the store would turn them
         (ids that name no earlier event are ignored), for recording its ranges. Its stored JSON
@@ -276,7 +295,9 @@ def write_conversation(
 ) -> ImportResult:
     """Create ``conversation_id`` and store every batch, all in one write transaction.
 
-    Each batch item is ``(event, where)`` or ``(event, where, raw JSON text)``. Events get ids
+    Each batch item is ``(event, where)``, ``(event, where, raw JSON text)``, or, from a
+    child process that parsed the input (``io/parallel.py``), ``(event, where, raw JSON text,
+    row)``, the event then a ``parallel.Head`` unless its row is None. Events get ids
     0, 1, 2, … in order; each batch is one ``executemany`` through the conversation's writing
     context (``Writer.load``), which records a Condensation's ranges once the events before it
     are in.
@@ -293,19 +314,23 @@ def write_conversation(
             w.db.insert_conversation(conversation_id, now, metadata)
         except IntegrityViolation:
             raise ConversationExists(conversation_id) from None
+        # Into an empty event table (a new file), the external ids' index is built once the
+        # rows are in, still in this transaction; the checker holds every id meanwhile.
+        deferred = w.db.defer_event_indexes()
         for batch in batches:
             if not batch:
                 continue
-            for item in batch:
-                checker.add(item[0], item[1])
+            checker.add_batch(batch)
             # The file's own JSON text is stored as the payload when there is one: the SDK
             # writes each event as ``model_dump_json(exclude_none=True)``, the form the store
             # keeps, and the text was just validated into the event (a quarter of the
             # import's time is saved, and exporting writes the file back byte for byte).
             w.load([item[0] for item in batch], [item[2] if len(item) > 2 else None for item in batch],
-                   checker.resolved)
+                   checker.resolved, checker.seq_of,
+                   [item[3] for item in batch] if len(batch[0]) > 3 else None)
             if progress is not None:
                 progress(len(batch))
+        w.db.build_indexes(deferred)
         if finish is not None:
             finish(w)
     result.events = checker.count

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import jsonl, legacy, sdk
+from . import parallel as _parallel
+from .parallel import PARALLEL_BYTES, PARALLEL_EVENTS
 from ..allocation import collector_paused
 from ..storage.session import chunks
 from .common import (
@@ -108,27 +110,42 @@ def import_path(
     *,
     progress: Progress | None = None,
     chunk: int = CHUNK,
+    parallel: bool | None = None,
 ) -> ImportResult:
-    """Import ``path`` into ``store`` as a new conversation; see the module's docstring."""
+    """Import ``path`` into ``store`` as a new conversation; see the module's docstring.
+    ``parallel``: parse the input in a child process while this one writes (``io/parallel.py``);
+    None: when it is large enough to pay for the child's start (an SDK folder or a JSON Lines
+    file; the other formats are read whole first)."""
     with collector_paused():
-        return _import(store, Path(path), conversation_id, progress, chunk)
+        return _import(store, Path(path), conversation_id, progress, chunk, parallel)
 
 
 def _import(
-    store: "EventStore", path: Path, conversation_id: str | None, progress: Progress | None, chunk: int
+    store: "EventStore", path: Path, conversation_id: str | None, progress: Progress | None, chunk: int,
+    parallel: bool | None = None,
 ) -> ImportResult:
     if path.is_dir():
         folder = sdk.scan(path)
         cid = conversation_id or folder.conversation_id
         result = ImportResult(cid, "openhands", str(path))
-        return write_conversation(store, cid, folder.metadata, sdk.batches(folder, chunk), result, progress,
+        if parallel or (parallel is None and len(folder.files) >= PARALLEL_EVENTS and _parallel.usable()):
+            read: Any = _parallel.batches({"format": "openhands", "events_dir": str(folder.events_dir),
+                                           "files": folder.files,
+                                           "conversation_id": cid, "chunk": chunk})
+        else:
+            read = sdk.batches(folder, chunk)
+        return write_conversation(store, cid, folder.metadata, read, result, progress,
                                   finish=lambda w: sdk.set_head(w, folder, result))
     kind = detect(path)
     cid = conversation_id or path.stem
     meta: dict[str, Any] = {"imported_from": {"format": kind, "path": str(path.resolve())}}
     if kind == "jsonl":
         result = ImportResult(cid, "jsonl", str(path))
-        return write_conversation(store, cid, meta, chunks(jsonl.iter_jsonl(path), chunk), result, progress)
+        if parallel or (parallel is None and path.stat().st_size >= PARALLEL_BYTES and _parallel.usable()):
+            read = _parallel.batches({"format": "jsonl", "path": str(path), "conversation_id": cid, "chunk": chunk})
+        else:
+            read = chunks(jsonl.iter_jsonl(path), chunk)
+        return write_conversation(store, cid, meta, read, result, progress)
     value = load_json(read_bounded(path), path)
     fmt, items = _json_items(value, path)
     meta["imported_from"]["format"] = fmt

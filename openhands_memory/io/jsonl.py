@@ -44,27 +44,51 @@ def is_jsonl(text_head: str) -> bool:
     return isinstance(value, dict) and "kind" in value
 
 
+#: How much of a JSON Lines file is read at a time (its lines are split in memory: a
+#: ``readline`` per line cost as much as the rest of reading).
+READ_SIZE = 1 << 22
+
+
+def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Each line of the file (without its newline) with its number, from 1, streamed. A line
+    longer than ``MAX_EVENT_BYTES`` is refused without being read whole."""
+    label = str(path)
+    with os.fdopen(open_regular(path), "rb", buffering=0) as f:
+        number = 0
+        rest = b""
+        while chunk := f.read(READ_SIZE):
+            lines = (rest + chunk if rest else chunk).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                number += 1
+                if len(line) > MAX_EVENT_BYTES:
+                    raise ImportFailed(f"{label}:{number}", f"the line is longer than {MAX_EVENT_BYTES >> 20} MB")
+                yield number, line
+            if len(rest) > MAX_EVENT_BYTES:
+                raise ImportFailed(f"{label}:{number + 1}", f"the line is longer than {MAX_EVENT_BYTES >> 20} MB")
+        if rest:
+            yield number + 1, rest
+
+
+def event_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines (stripped; a byte order mark dropped) with their numbers."""
+    for number, line in numbered_lines(path):
+        line = line.strip()
+        if not line:
+            continue
+        if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
+        yield number, line
+
+
 def iter_jsonl(path: Path) -> Iterator[tuple[Event, str, str]]:
     """Each non-blank line's event, with ``path:line`` for errors and the line's text; streamed.
 
     Lines longer than ``MAX_EVENT_BYTES`` are refused without being read whole."""
     label = str(path)
-    with os.fdopen(open_regular(path), "rb") as f:
-        number = 0
-        while True:
-            line = f.readline(MAX_EVENT_BYTES + 1)
-            if not line:
-                return
-            number += 1
-            where = f"{label}:{number}"
-            if len(line) > MAX_EVENT_BYTES and not line.endswith(b"\n"):
-                raise ImportFailed(where, f"the line is longer than {MAX_EVENT_BYTES >> 20} MB")
-            line = line.strip()
-            if not line:
-                continue
-            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]
-            yield parse_event_json(line, where), where, line.decode()
+    for number, line in event_lines(path):
+        where = f"{label}:{number}"
+        yield parse_event_json(line, where), where, line.decode()
 
 
 def events_of_value(value: Any, where: str) -> list[tuple[Event, str]]:

@@ -200,23 +200,37 @@ def batches(folder: SdkFolder, size: int) -> Iterator[list[tuple[Event, str, str
     event whose ``parent_id`` names no earlier event of the folder is refused, naming its file
     (the SDK could not walk that branch to its root either)."""
     base = str(folder.events_dir)
-    seen: set[str] | None = set()  # None after an id that repeats, which the import refuses
+    seen: set[str] | None = set()
     for start in range(0, len(folder.files), size):
-        names = folder.files[start : start + size]
-        paths = [os.path.join(base, n) for n in names]
-        batch = [_parse(p, n, d) for p, n, d in zip(paths, names, _read_files(paths))]
-        for event, path, _ in batch:
-            if seen is None:
-                break
-            parent = event.parent_id
-            if parent is not None and parent != tree.ROOT_PARENT_ID and parent not in seen:
-                raise ImportFailed(path, f"its parent_id {parent!r} is not an earlier event of the folder "
-                                         "(the SDK writes a parent before its children)")
-            if event.id in seen:
-                seen = None  # the import names the repeat (the Checker); no parent is judged after it
-            else:
-                seen.add(event.id)
+        batch = read_batch(base, folder.files[start : start + size])
+        seen = check_parents(batch, seen)
         yield batch
+
+
+def read_batch(events_dir: str, names: list[str]) -> list[tuple[Event, str, str | None]]:
+    """(event, path, file text) of each of these event files, in order."""
+    paths = [os.path.join(events_dir, n) for n in names]
+    return [_parse(p, n, d) for p, n, d in zip(paths, names, _read_files(paths))]
+
+
+def check_parents(batch: list[tuple[Any, ...]], seen: set[str] | None) -> set[str] | None:
+    """Refuse the first ``(event, path, ...)`` of a batch whose ``parent_id`` is not in
+    ``seen`` (the ids of the events before it), adding each id; returns what the next batch
+    is judged by: None after an id that repeats, which the import refuses (``Checker``), so
+    that no parent is judged after it."""
+    for item in batch:
+        if seen is None:
+            break
+        event = item[0]
+        parent = event.parent_id
+        if parent is not None and parent != tree.ROOT_PARENT_ID and parent not in seen:
+            raise ImportFailed(item[1], f"its parent_id {parent!r} is not an earlier event of the folder "
+                                        "(the SDK writes a parent before its children)")
+        if event.id in seen:
+            seen = None
+        else:
+            seen.add(event.id)
+    return seen
 
 
 def set_head(w: "Writer", folder: SdkFolder, result: "ImportResult") -> None:

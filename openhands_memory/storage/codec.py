@@ -31,16 +31,20 @@ EVENT_COLUMNS = (
 
 
 def event_row(
-    conversation_id: str, seq: int, event: Event, payload: str | None = None, tokens: int | None = None
+    conversation_id: str, seq: int, event: Event, payload: str | None = None, tokens: int | None = None,
+    checked: bool = True,
 ) -> tuple[Any, ...]:
     """Values in ``EVENT_COLUMNS`` order. ``payload``: the event's JSON when the caller has it
-    already (an import keeps the bytes it read); ``tokens``: its count, when one is kept."""
+    already (an import keeps the bytes it read); ``tokens``: its count, when one is kept.
+    ``checked=False``: the payload's size is judged later, where the row is written
+    (``check_rows``: an import parses in one process and writes in another)."""
     # Field values live in __dict__; reading them there skips pydantic's __getattr__, which
     # raises (slowly) for the kinds that lack a field.
     fields = event.__dict__
     if payload is None:
         payload = event.model_dump_json(exclude_none=True)
-    check_size(payload, f"event {event.id} ({fields['kind']})")
+    if checked:
+        check_size(payload, f"event {event.id} ({fields['kind']})")
     return (
         conversation_id,
         seq,
@@ -56,6 +60,14 @@ def event_row(
         tokens,
         payload,
     )
+
+
+def check_rows(rows: list[tuple[Any, ...]]) -> None:
+    """``check_size`` for rows made with ``checked=False``."""
+    limit = MAX_EVENT_BYTES // 4
+    if any(len(row[-1]) > limit for row in rows):
+        for row in rows:
+            check_size(row[-1], f"event {row[5]} ({row[2]})")
 
 
 def decode(kind: str, payload: str, seq: int) -> Event:

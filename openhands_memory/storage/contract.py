@@ -102,6 +102,15 @@ class Statements(Protocol):
         """Rows made by ``codec.event_row``."""
         ...
 
+    def defer_event_indexes(self) -> list[str]:
+        """Before a bulk load into an empty ``event`` table: drop the indexes it would fill
+        key by key; the statements that build them again ([] when none was dropped)."""
+        ...
+
+    def build_indexes(self, statements: Sequence[str]) -> None:
+        """Run what ``defer_event_indexes`` returned, once the load's rows are in."""
+        ...
+
     def event(self, cid: str, seq: int) -> tuple[str, str] | None:
         ...
 

@@ -159,6 +159,9 @@ class PostgresSession(Session):
         super().__init__(conn)
         self.recorder = recorder
 
+    def defer_event_indexes(self) -> list[str]:
+        return []  # COPY fills the indexes as it goes; a load never drops them here
+
     def sql(self, text: str) -> str:
         return _pyformat(text)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 import json
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from .. import ranges
 from ..errors import EventNotFound, UnknownParent
@@ -112,20 +112,32 @@ class Parents:
     detached: list[int]  # non-node rows a new row skipped to name an earlier parent
 
 
-def assign(db: Session, cid: str, first: int, events: Sequence[Event], head: int | None) -> Parents:
+def assign(db: Session, cid: str, first: int, events: Sequence[Event], head: int | None,
+           known: Mapping[str, int] | None = None) -> Parents:
     """Give the events about to be stored at ``first``, ``first + 1``, ... their parents.
 
     An event that names one (the SDK's ``parent_id``) gets it. One that does not follows the
     event HEAD was moved to, if it was, else the row before it (the SDK's rule for an event
     without ``parent_id``). Appending a node makes it HEAD (the newest row: None). A parent
-    the conversation does not hold is refused (``UnknownParent``)."""
+    the conversation does not hold is refused (``UnknownParent``). ``known``: every external
+    id of the conversation's rows with its id, when the caller keeps them (a bulk load, while
+    the external ids' index is deferred): read there instead of in SQL."""
+    if head is None and _follows(db, cid, first, events, known):
+        # Each row follows the row before it and HEAD stays the newest row: nothing to give
+        # (a load's common case, where the loop below costs more than writing the rows).
+        return Parents([], None, False, [])
     jumps: list[tuple[int, int]] = []
     detached: list[int] = []
     placed: dict[str, int] = {}
     chained: list[bool] = []  # per new row: a non-node whose parent is the row before it
     start_head = head
     missing = {e.parent_id for e in events if e.parent_id not in (None, ROOT_PARENT_ID)} - {e.id for e in events}
-    known = dict((uid, seq) for seq, uid in db.seqs_of(cid, first, sorted(missing))) if missing else {}
+    if not missing:
+        stored: Mapping[str, int] = {}
+    elif known is None:
+        stored = dict((uid, seq) for seq, uid in db.seqs_of(cid, first, sorted(missing)))
+    else:
+        stored = {uid: known[uid] for uid in missing if known.get(uid, first) < first}
     for k, e in enumerate(events):
         seq = first + k
         parent: int | None
@@ -134,7 +146,7 @@ def assign(db: Session, cid: str, first: int, events: Sequence[Event], head: int
         elif e.parent_id == ROOT_PARENT_ID:
             parent = EMPTY
         else:
-            found = placed.get(e.parent_id, known.get(e.parent_id))
+            found = placed.get(e.parent_id, stored.get(e.parent_id))
             if found is None:
                 raise UnknownParent(cid, e.id, e.parent_id)
             parent = found
@@ -152,6 +164,22 @@ def assign(db: Session, cid: str, first: int, events: Sequence[Event], head: int
     return Parents(jumps, head, head != start_head, sorted(set(detached)))
 
 
+def _follows(db: Session, cid: str, first: int, events: Sequence[Event], known: Mapping[str, int] | None) -> bool:
+    """Whether each event names no parent or the row just before it (the SDK names it)."""
+    if not events:
+        return True
+    if not all(e.parent_id is None or e.parent_id == before.id for before, e in zip(events, events[1:])):
+        return False
+    parent = events[0].parent_id
+    if parent is None:
+        return True
+    if parent == ROOT_PARENT_ID:
+        return first == 0
+    if known is not None:
+        return known.get(parent) == first - 1
+    return [seq for seq, _ in db.seqs_of(cid, first, [parent])] == [first - 1]
+
+
 def _chains(db: Session, cid: str, first: int, chained: list[bool], lo: int, hi: int) -> bool:
     """``Session.chains_between`` over stored rows and the rows of this batch (from ``first``)."""
     if lo > hi:
@@ -161,10 +189,11 @@ def _chains(db: Session, cid: str, first: int, chained: list[bool], lo: int, hi:
     return lo >= first or db.chains_between(cid, lo, min(hi, first - 1))
 
 
-def store(db: Session, cid: str, first: int, events: Sequence[Event], head: int | None) -> Parents:
+def store(db: Session, cid: str, first: int, events: Sequence[Event], head: int | None,
+          known: Mapping[str, int] | None = None) -> Parents:
     """``assign``, then write the parents and HEAD, inside the caller's transaction (the rows
     must be inserted already)."""
-    parents = assign(db, cid, first, events, head)
+    parents = assign(db, cid, first, events, head, known)
     if parents.jumps:
         db.set_parents(cid, parents.jumps)
     if parents.detached:

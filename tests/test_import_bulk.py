@@ -1,0 +1,240 @@
+"""A large import's fast path: the input parsed in child processes (``io/parallel.py``), the
+external ids' index built after the rows (``Session.defer_event_indexes``), a new file built
+with a rollback journal (durability "build"), and ``import --no-search-index``.
+
+Each fast path must store what the plain path stores (rows, ranges, hidden runs, views, files
+exported back byte for byte) and fail as it fails: the same error, naming the same file and
+line, and nothing written. The inputs are small, so ``parallel=True`` and small batches force
+the paths that only large inputs take by default.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from openhands_memory.cli import cli  # noqa: F401  (the command line, through test_cli.run)
+from openhands_memory.conversation import EventStore
+from openhands_memory.inspection import doctor
+from openhands_memory.io import sdk
+from openhands_memory.io.common import ImportFailed
+from openhands_memory.io.importer import import_path
+from openhands_memory.io.jsonl import write_jsonl
+
+from . import factories as f
+from .test_cli import run
+from .test_io import (
+    CONV_ID,
+    _corrupt,
+    branched_sdk_events,
+    condensation_rows,
+    file_hash,
+    folded,
+    payloads,
+    ranges_of,
+    sdk_events,
+    view_shape,
+    write_folder,
+)
+
+UID_INDEX = "CREATE UNIQUE INDEX ux_event_uid ON event (conversation_id, uid)"
+
+
+def stored(store: EventStore, cid: str) -> tuple:
+    return payloads(store, cid), ranges_of(store, cid), condensation_rows(store, cid), \
+        view_shape(store.conversation(cid).view())
+
+
+def uid_index(path: Path) -> list:
+    with sqlite3.connect(path) as conn:
+        return [r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'ux_event_uid'")]
+
+
+def long_jsonl(tmp_path: Path, n: int = 40) -> Path:
+    """A conversation of ``n`` tool steps and condensations, exported as JSON Lines."""
+    with EventStore(tmp_path / "source.db") as store:
+        conv = store.create_conversation("long")
+        conv.append_many([f.system(), f.user("go")])
+        for i in range(n):
+            conv.append_many([f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}")])
+            if i % 9 == 8:
+                conv.append(f.condensation(ranges=[(2, 2 * i)]))
+        path = tmp_path / "long.jsonl"
+        with open(path, "w") as out:
+            write_jsonl(conv, out)
+    return path
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 2000])
+def test_a_folder_parsed_in_children_is_stored_as_in_one_process(tmp_path, chunk):
+    folder = write_folder(tmp_path / "conv", sdk_events(), {"id": CONV_ID, "execution_status": "finished"})
+    with EventStore(tmp_path / "plain.db") as plain, EventStore(tmp_path / "fast.db") as fast:
+        import_path(plain, folder, parallel=False)
+        result = import_path(fast, folder, parallel=True, chunk=chunk)
+        assert (result.events, result.condensations) == (len(sdk_events()), 1)
+        assert stored(fast, CONV_ID) == stored(plain, CONV_ID)
+        assert doctor.check(fast, full=True).healthy
+        # Exported back, every file is the one imported, byte for byte.
+        sdk.export_folder(fast.conversation(CONV_ID), tmp_path / "out")
+        for name in (folder / "events").iterdir():
+            if name.name.startswith("event-"):
+                assert file_hash(tmp_path / "out" / "events" / name.name) == file_hash(name)
+    assert uid_index(tmp_path / "fast.db") == [UID_INDEX]
+
+
+@pytest.mark.parametrize("leaf", ["main", "rewound", "root"])
+def test_a_branched_folder_parsed_in_children_keeps_its_tree(tmp_path, leaf):
+    events, paths = branched_sdk_events()
+    state = {"id": CONV_ID, "leaf_event_id": events[paths[leaf][-1]]["id"], "head_is_empty": False}
+    folder = write_folder(tmp_path / "tree", events, state)
+    with EventStore(tmp_path / "a.db") as store:
+        import_path(store, folder, parallel=True, chunk=3)  # parents in earlier batches, of either child
+        conv = store.conversation(CONV_ID)
+        assert conv.head == paths[leaf][-1]
+        for path in paths.values():
+            assert view_shape(conv.view(at=path[-1])) == view_shape(folded(conv, path)), path
+        assert doctor.check(store, full=True).healthy
+
+
+@pytest.mark.parametrize("how", ["json", "field", "kind", "mismatch", "duplicate"])
+def test_a_bad_file_parsed_in_a_child_is_named_and_nothing_is_imported(tmp_path, how):
+    folder, expected = _corrupt(tmp_path, how)
+    db = tmp_path / "a.db"
+    with EventStore(db) as store:
+        store.create_conversation("keep").append(f.user())
+    before = file_hash(db)
+    messages = []
+    for parallel in (False, True):
+        with EventStore(db) as store:
+            with pytest.raises(ImportFailed) as info:
+                import_path(store, folder, parallel=parallel, chunk=2)
+            messages.append(str(info.value))
+            assert [c.id for c in store.conversations()] == ["keep"]
+        assert file_hash(db) == before
+    assert expected in messages[1] and messages[0] == messages[1]
+
+
+def test_a_parent_named_out_of_order_is_named_when_children_parse(tmp_path):
+    events, _ = branched_sdk_events()
+    events[13]["parent_id"] = events[15]["id"]  # a later event: the SDK never writes that
+    folder = write_folder(tmp_path / "bad", events, {"id": "bad"})
+    with EventStore(tmp_path / "a.db") as store:
+        with pytest.raises(ImportFailed, match=r"event-00013-.*is not an earlier event of the folder"):
+            import_path(store, folder, parallel=True, chunk=2)
+        assert store.conversations() == []
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 2000])
+def test_jsonl_parsed_in_children_round_trips(tmp_path, chunk):
+    path = long_jsonl(tmp_path)
+    text = path.read_text()
+    path.write_text("\ufeff" + text.replace("\n", "\n\n", 3))  # a byte order mark and blank lines
+    with EventStore(tmp_path / "plain.db") as plain, EventStore(tmp_path / "fast.db") as fast:
+        import_path(plain, path, "c", parallel=False)
+        result = import_path(fast, path, "c", parallel=True, chunk=chunk)
+        assert result.events == len(text.splitlines())
+        assert stored(fast, "c") == stored(plain, "c")
+        with EventStore(tmp_path / "source.db") as source:
+            assert payloads(fast, "c") == payloads(source, "long")
+        out = tmp_path / "again.jsonl"
+        with open(out, "w") as o:
+            write_jsonl(fast.conversation("c"), o)
+        assert out.read_text() == text  # the events come back byte for byte
+
+
+@pytest.mark.parametrize("line", [3, 8, 10, 23])
+@pytest.mark.parametrize("bad", ["kind", "nan", "json", "duplicate"])
+def test_a_bad_line_parsed_in_a_child_is_named_and_nothing_is_imported(tmp_path, bad, line):
+    lines = long_jsonl(tmp_path).read_text().splitlines()
+    if bad == "kind":
+        lines[line - 1] = lines[line - 1].replace('"kind":"', '"kind":"Nope', 1)
+        expected = rf"bad\.jsonl:{line}: unknown event kind"
+    elif bad == "nan":
+        lines[line - 1] = lines[line - 1][:-1] + ',"critic_result":{"score":NaN}}'
+        expected = rf"bad\.jsonl:{line}:\d+: not valid JSON"
+    elif bad == "json":
+        lines[line - 1] = lines[line - 1][:-1]
+        expected = rf"bad\.jsonl:{line}:\d+: not valid JSON"
+    else:
+        lines[line - 1] = lines[line - 1].replace(json.loads(lines[line - 1])["id"], json.loads(lines[1])["id"])
+        expected = rf"bad\.jsonl:{line}: event id .* appears twice \(first at .*bad\.jsonl:2\)"
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "a.db"
+    with EventStore(db) as store:
+        store.create_conversation("keep").append(f.user())
+    before = file_hash(db)
+    for parallel in (False, True):
+        with EventStore(db) as store:
+            with pytest.raises(ImportFailed, match=expected):
+                import_path(store, path, "c", parallel=parallel, chunk=4)
+            assert "c" not in store
+        assert file_hash(db) == before
+
+
+def test_the_uid_index_is_deferred_only_into_an_empty_table_and_restored_on_failure(tmp_path):
+    path = long_jsonl(tmp_path)
+    db = tmp_path / "a.db"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(path.read_text() + "{not json}\n")
+    with EventStore(db) as store:
+        with pytest.raises(ImportFailed):
+            import_path(store, bad, "c", chunk=5)  # dropped the index, then failed
+    assert uid_index(db) == [UID_INDEX]  # the drop was rolled back with the rest
+    with EventStore(db) as store:
+        with store.writing() as session:  # an empty table: the index goes, and is built again
+            assert session.defer_event_indexes() == [UID_INDEX]
+            session.build_indexes([UID_INDEX])
+        import_path(store, path, "c", chunk=5)
+        with store.writing() as session:
+            assert session.defer_event_indexes() == []  # rows are there: nothing is dropped
+        import_path(store, path, "d", chunk=5)  # a second conversation, the index kept as it goes
+        assert payloads(store, "d")[1:] == [(r[0], *r[1:]) for r in payloads(store, "c")][1:]
+        assert doctor.check(store, full=True).healthy
+    assert uid_index(db) == [UID_INDEX]
+
+
+def test_a_new_file_is_built_with_a_rollback_journal_and_published_in_wal_mode(tmp_path):
+    path = long_jsonl(tmp_path)
+    db = tmp_path / "new.db"
+    run("import", db, path, "-c", "c")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("new", ".new"))) == ["new.db"]
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(path.read_text() + "{not json}\n")
+    failed = run("import", tmp_path / "other.db", bad, code=1)
+    assert "bad.jsonl:" in failed.output
+    assert not [p for p in tmp_path.iterdir() if "other" in p.name]  # no file, no journal left
+
+
+def test_import_without_the_search_index_then_build_it(tmp_path):
+    path = long_jsonl(tmp_path)
+    db = tmp_path / "new.db"
+    out = run("import", db, path, "-c", "c", "--no-search-index").output
+    assert f"search-index {db} on" in out
+    assert "is off" in run("search-index", db).output
+    refusal = run("search", db, "c", "ls", code=1)
+    assert "search-index" in refusal.output
+    run("search-index", db, "on")
+    found = json.loads(run("search", db, "c", "c7", "--all", "--json").output)
+    assert found, found
+    with EventStore(db) as store:
+        assert doctor.check(store, full=True).healthy
+    # A file that keeps an index is not changed by the flag: refused, nothing imported.
+    before = file_hash(db)
+    refused = run("import", db, path, "-c", "d", "--no-search-index", code=1)
+    assert "keeps a search index" in refused.output
+    assert file_hash(db) == before
+    # One whose index is off takes it as it is.
+    run("search-index", db, "off")
+    run("import", db, path, "-c", "d", "--no-search-index")
+    with EventStore(db) as store:
+        assert not store.search_index and len(store.conversation("d")) == len(store.conversation("c"))
