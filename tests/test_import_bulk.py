@@ -11,7 +11,9 @@ the paths that only large inputs take by default.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,20 @@ def stored(store: EventStore, cid: str) -> tuple:
 def uid_index(path: Path) -> list:
     with sqlite3.connect(path) as conn:
         return [r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'ux_event_uid'")]
+
+
+def children_left() -> list[int]:
+    """This process's children that parse an import (none may outlive it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "status").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"\nPPid:\t{os.getpid()}\n" in status and b"openhands_memory.io.parallel" in command:
+            found.append(int(entry.name))
+    return found
 
 
 def long_jsonl(tmp_path: Path, n: int = 40) -> Path:
@@ -172,6 +188,8 @@ def test_a_bad_line_parsed_in_a_child_is_named_and_nothing_is_imported(tmp_path,
             with pytest.raises(ImportFailed, match=expected):
                 import_path(store, path, "c", parallel=parallel, chunk=4)
             assert "c" not in store
+            if sys.platform == "linux":
+                assert children_left() == []  # stopped and reaped when the import failed
         assert file_hash(db) == before
 
 

@@ -317,25 +317,34 @@ def write_conversation(
         # Into an empty event table (a new file), the external ids' index is built once the
         # rows are in, still in this transaction; the checker holds every id meanwhile.
         deferred = w.db.defer_event_indexes()
-        for batch in batches:
-            if not batch:
-                continue
-            checker.add_batch(batch)
-            # The file's own JSON text is stored as the payload when there is one: the SDK
-            # writes each event as ``model_dump_json(exclude_none=True)``, the form the store
-            # keeps, and the text was just validated into the event (a quarter of the
-            # import's time is saved, and exporting writes the file back byte for byte).
-            w.load([item[0] for item in batch], [item[2] if len(item) > 2 else None for item in batch],
-                   checker.resolved, checker.seq_of,
-                   [item[3] for item in batch] if len(batch[0]) > 3 else None)
-            if progress is not None:
-                progress(len(batch))
+        try:
+            _load(w, checker, batches, progress)
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:  # a generator's end now, not at its collection (its children)
+                close()
         w.db.build_indexes(deferred)
         if finish is not None:
             finish(w)
     result.events = checker.count
     result.condensations = checker.condensations
     return result
+
+
+def _load(w: "Writer", checker: Checker, batches: Iterable[list[tuple[Any, ...]]], progress: Progress | None) -> None:
+    for batch in batches:
+        if not batch:
+            continue
+        checker.add_batch(batch)
+        # The file's own JSON text is stored as the payload when there is one: the SDK
+        # writes each event as ``model_dump_json(exclude_none=True)``, the form the store
+        # keeps, and the text was just validated into the event (a quarter of the
+        # import's time is saved, and exporting writes the file back byte for byte).
+        w.load([item[0] for item in batch], [item[2] if len(item) > 2 else None for item in batch],
+               checker.resolved, checker.seq_of,
+               [item[3] for item in batch] if len(batch[0]) > 3 else None)
+        if progress is not None:
+            progress(len(batch))
 
 
 # --- appending -------------------------------------------------------------------------------

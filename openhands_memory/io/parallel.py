@@ -181,7 +181,12 @@ def _wire(cid: str, seq: int, event: Any, where: str, text: str | None) -> tuple
 
 def serve() -> None:
     """The child's side: read the job from stdin, send its batches to stdout."""
+    import signal
+
     from ..allocation import collector_paused
+
+    # Ctrl-C reaches the whole process group: the importer stops its children itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from . import jsonl, sdk
 
     with collector_paused():  # its events live for a batch: the collector would walk them all
