@@ -1,25 +1,28 @@
-"""An import's input read and parsed in a second process while this one writes.
+"""An import's input read and parsed in child processes while this one writes.
 
 Parsing (pydantic validating every event: its JSON parsed and checked against the event's
 model), and for an SDK folder a few system calls per event file, are most of an import's
 time; the writes are the rest. A thread cannot do them beside the writes: the GIL goes with
 them, and a thread that gives it up for each row's write (``sqlite3`` does, and so do file
-reads) waits up to the switch interval (5 ms) to get it back. So a child process, started
-with this interpreter, reads and parses the input exactly as an import in one process
-does (``jsonl.iter_jsonl``, ``sdk.batches``: the same checks, the same errors) and sends
-each batch down a pipe as it is parsed; this process checks each batch as it comes
-(``common.Checker``) and writes it, one batch behind the child.
+reads) waits up to the switch interval (5 ms) to get it back. So ``CHILDREN`` processes,
+started with this interpreter, are dealt the input's batches in turn; each reads and parses
+its batches as an import in one process does (``jsonl.event_lines`` and
+``common.parse_event_json``, ``sdk.read_batch``: the same checks, the same errors) and
+sends each down a pipe as it is parsed. This process takes the batches in order, checks
+each as it comes (``common.Checker``; for a folder ``sdk.check_parents``) and writes it,
+while the children parse the next ones.
 
 What crosses the pipe for an event is its row (``codec.event_row``: the event's JSON text
-as the file holds it, the columns taken from the event, and its id in the new
-conversation: its place in the input), its parent, and where it was read; a Condensation (a few in a hundred) is sent as its JSON text and
-parsed again here, so that recording it reads the event itself. An error the child meets
-(``ImportFailed``, naming the file and line) ends its stream and is raised here when the
-import comes to that batch, which is where an import in one process raises it: everything
-before it has been checked and written in the transaction, which rolls back.
+as the file holds it, the columns taken from the event, and its id in the new conversation:
+its place in the input), its parent, and where it was read; a Condensation (a few in a
+hundred) is sent as its JSON text and parsed again here, so that recording it reads the
+event itself. An error a child meets (``ImportFailed``, naming the file and line) ends its
+stream and is raised here when the import comes to that batch, which is where an import in
+one process raises it: everything before it has been checked and written in the
+transaction, which rolls back. A failed import stops the children (``batches`` is closed).
 
-Only inputs large enough to pay for the child's start (some 0.25 s: an interpreter and the
-event models) take this way (``PARALLEL_EVENTS``, ``PARALLEL_BYTES``).
+Only inputs large enough to pay for the children's start (some 0.25 s: an interpreter and
+the event models) take this way (``PARALLEL_EVENTS``, ``PARALLEL_BYTES``).
 """
 
 from __future__ import annotations
