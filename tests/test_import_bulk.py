@@ -256,3 +256,18 @@ def test_import_without_the_search_index_then_build_it(tmp_path):
     run("import", db, path, "-c", "d", "--no-search-index")
     with EventStore(db) as store:
         assert not store.search_index and len(store.conversation("d")) == len(store.conversation("c"))
+
+
+def test_both_backends_store_a_parallel_import_as_a_plain_one(database_url, tmp_path):
+    path = long_jsonl(tmp_path)
+    folder = write_folder(tmp_path / "conv", sdk_events(), {"id": CONV_ID})
+    with EventStore(database_url) as store:
+        import_path(store, path, "plain", parallel=False)
+        import_path(store, path, "fast", parallel=True, chunk=3)
+        import_path(store, folder, "folder-plain", parallel=False)
+        import_path(store, folder, "folder-fast", parallel=True, chunk=3)
+        for plain, fast in (("plain", "fast"), ("folder-plain", "folder-fast")):
+            a, b = store.conversation(plain), store.conversation(fast)
+            assert [e.to_json() for e in a.events()] == [e.to_json() for e in b.events()]
+            assert view_shape(a.view()) == view_shape(b.view())
+        assert doctor.check(store, full=True).healthy
