@@ -76,7 +76,7 @@ def count_events(path: Path) -> int | None:
     """About how many events an import of ``path`` will write, when cheap to know (for a
     progress bar): a folder's event files, a JSON Lines file's lines."""
     if path.is_dir():
-        return len(sdk.scan(path).files)
+        return sdk.count_files(path)  # the import judges the names (``sdk.scan``): once
     if detect(path) != "jsonl":
         return None
     n, last = 0, b"\n"

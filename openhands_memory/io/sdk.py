@@ -112,28 +112,52 @@ def is_event_dir(path: Path) -> bool:
         return False
 
 
+def _folders(path: Path) -> tuple[Path, Path]:
+    """(the conversation folder, its events folder), or ``ImportFailed`` when ``path`` is
+    neither a conversation folder nor its events folder."""
+    if (path / EVENTS_DIR).is_dir():
+        return path, path / EVENTS_DIR
+    if is_event_dir(path):  # pointed at the events folder itself
+        return path.parent, path
+    raise ImportFailed(
+        path,
+        "not an OpenHands conversation folder: it has no events/ folder holding "
+        "event-NNNNN-<id>.json files",
+    )
+
+
+def _event_names(events_dir: Path) -> list[str]:
+    # Not .eventlog.lock, .eventlog-len-N.marker, editor leftovers.
+    return [n for n in os.listdir(events_dir) if n.startswith("event-") and n.endswith(".json")]
+
+
+def count_files(path: Path) -> int:
+    """How many event files a conversation folder holds, from their names alone (a progress
+    bar's length; ``scan`` judges them). ``ImportFailed`` when it is no conversation folder."""
+    return len(_event_names(_folders(path)[1]))
+
+
 def scan(path: Path) -> SdkFolder:
     """Judge a folder from its file names (and base_state.json) without reading any event."""
-    if (path / EVENTS_DIR).is_dir():
-        root, events_dir = path, path / EVENTS_DIR
-    elif is_event_dir(path):  # pointed at the events folder itself
-        root, events_dir = path.parent, path
-    else:
-        raise ImportFailed(
-            path,
-            "not an OpenHands conversation folder: it has no events/ folder holding "
-            "event-NNNNN-<id>.json files",
-        )
-    indexed: list[tuple[int, str]] = []
-    for name in os.listdir(events_dir):
-        if not (name.startswith("event-") and name.endswith(".json")):
-            continue  # .eventlog.lock, .eventlog-len-N.marker, editor leftovers
+    root, events_dir = _folders(path)
+    names = _event_names(events_dir)
+    # Each name in the place its index says (no sort: a million names took 3 s with one);
+    # a gap or a repeat leaves a place empty, and the sorted list below says where.
+    files: list[str | None] = [None] * len(names)
+    placed = True
+    for name in names:
         dash = name.find("-", 6)
         digits = name[6:dash]
         if dash < 11 or not digits.isdigit() or dash + 1 >= len(name) - 5:
             raise ImportFailed(events_dir / name, "not an event file name the SDK writes (event-NNNNN-<id>.json)")
-        indexed.append((int(digits), name))
-    indexed.sort()
+        index = int(digits)
+        if index < len(files) and files[index] is None:
+            files[index] = name
+        else:
+            placed = False
+    if placed:
+        return _with_state(SdkFolder(root, events_dir, files))  # type: ignore[arg-type]
+    indexed = sorted((int(name[6:name.find("-", 6)]), name) for name in names)
     if [i for i, _ in indexed] != list(range(len(indexed))):  # a gap or a repeat: say where
         for position, (index, name) in enumerate(indexed):
             if index == position:
@@ -142,8 +166,12 @@ def scan(path: Path) -> SdkFolder:
                 raise ImportFailed(events_dir / name, f"index {index:05d} is also used by {indexed[position - 1][1]}")
             after = f"after {indexed[position - 1][1]}" if position else "at the start"
             raise ImportFailed(events_dir, f"event file {position:05d} is missing ({after}); the log has a gap")
-    folder = SdkFolder(root, events_dir, [name for _, name in indexed])
-    state_path = root / BASE_STATE
+    return _with_state(SdkFolder(root, events_dir, [name for _, name in indexed]))
+
+
+def _with_state(folder: SdkFolder) -> SdkFolder:
+    """``folder`` with its ``base_state.json``, when it has one."""
+    state_path = folder.root / BASE_STATE
     if state_path.is_file():
         state = load_json(read_bounded(state_path, MAX_EVENT_BYTES), state_path)
         if not isinstance(state, dict):
