@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import jsonl, legacy, sdk
-from . import parallel as _parallel
-from .parallel import PARALLEL_BYTES, PARALLEL_EVENTS
+from . import parallel as _parallel  # (named so: ``parallel`` is import_path's switch)
 from ..allocation import collector_paused
 from ..storage.session import chunks
 from .common import (
@@ -128,7 +127,7 @@ def _import(
         folder = sdk.scan(path)
         cid = conversation_id or folder.conversation_id
         result = ImportResult(cid, "openhands", str(path))
-        if parallel or (parallel is None and len(folder.files) >= PARALLEL_EVENTS and _parallel.usable()):
+        if parallel or (parallel is None and len(folder.files) >= _parallel.PARALLEL_EVENTS and _parallel.usable()):
             read: Any = _parallel.batches({"format": "openhands", "events_dir": str(folder.events_dir),
                                            "files": folder.files,
                                            "conversation_id": cid, "chunk": chunk})
@@ -141,7 +140,7 @@ def _import(
     meta: dict[str, Any] = {"imported_from": {"format": kind, "path": str(path.resolve())}}
     if kind == "jsonl":
         result = ImportResult(cid, "jsonl", str(path))
-        if parallel or (parallel is None and path.stat().st_size >= PARALLEL_BYTES and _parallel.usable()):
+        if parallel or (parallel is None and path.stat().st_size >= _parallel.PARALLEL_BYTES and _parallel.usable()):
             read = _parallel.batches({"format": "jsonl", "path": str(path), "conversation_id": cid, "chunk": chunk})
         else:
             read = chunks(jsonl.iter_jsonl(path), chunk)
