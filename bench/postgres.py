@@ -337,7 +337,7 @@ def concurrent_writers(url: str, cid: str, k: int, pairs: int, seed: int) -> tup
 
 def figures(pg: bool, args: argparse.Namespace) -> dict[str, Figure]:
     f = {
-        "first_wall": Figure("open + first view, wall ms", target=10.0 if pg else None),
+        "first_wall": Figure("open + first view, wall ms", target=8.0 if pg else None),
         "first_cpu": Figure("open + first view, CPU ms", target=10.0 if pg else 5.0),
         "trips": Figure("  round trips of it", "{:.0f}", optional=True),
         "step": Figure("cached step, ms", target=1.5 if pg else 0.5),
