@@ -1,6 +1,7 @@
 """A large import's fast path: the input parsed in child processes (``io/parallel.py``), the
-external ids' index built after the rows (``Session.defer_event_indexes``), a new file built
-with a rollback journal (durability "build"), and ``import --no-search-index``.
+indexes with random keys (external ids, response ids) built after the rows
+(``Session.defer_event_indexes``), a new file built with a rollback journal (durability
+"build"), and ``import --no-search-index``.
 
 Each fast path must store what the plain path stores (rows, ranges, hidden runs, views, files
 exported back byte for byte) and fail as it fails: the same error, naming the same file and
@@ -43,6 +44,7 @@ from .test_io import (
 )
 
 UID_INDEX = "CREATE UNIQUE INDEX ux_event_uid ON event (conversation_id, uid)"
+RESPONSE_INDEX = "CREATE INDEX ix_event_response ON event (llm_response_id) WHERE kind = 'ActionEvent'"
 
 
 def stored(store: EventStore, cid: str) -> tuple:
@@ -50,9 +52,10 @@ def stored(store: EventStore, cid: str) -> tuple:
         view_shape(store.conversation(cid).view())
 
 
-def uid_index(path: Path) -> list:
+def deferred_indexes(path: Path) -> list:
     with sqlite3.connect(path) as conn:
-        return [r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'ux_event_uid'")]
+        return [r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE name IN "
+                                           "('ix_event_response', 'ux_event_uid') ORDER BY name")]
 
 
 def children_left() -> list[int]:
@@ -98,7 +101,7 @@ def test_a_folder_parsed_in_children_is_stored_as_in_one_process(tmp_path, chunk
         for name in (folder / "events").iterdir():
             if name.name.startswith("event-"):
                 assert file_hash(tmp_path / "out" / "events" / name.name) == file_hash(name)
-    assert uid_index(tmp_path / "fast.db") == [UID_INDEX]
+    assert deferred_indexes(tmp_path / "fast.db") == [RESPONSE_INDEX, UID_INDEX]
 
 
 @pytest.mark.parametrize("leaf", ["main", "rewound", "root"])
@@ -193,7 +196,7 @@ def test_a_bad_line_parsed_in_a_child_is_named_and_nothing_is_imported(tmp_path,
         assert file_hash(db) == before
 
 
-def test_the_uid_index_is_deferred_only_into_an_empty_table_and_restored_on_failure(tmp_path):
+def test_the_random_key_indexes_are_deferred_only_into_an_empty_table_and_restored_on_failure(tmp_path):
     path = long_jsonl(tmp_path)
     db = tmp_path / "a.db"
     bad = tmp_path / "bad.jsonl"
@@ -201,18 +204,18 @@ def test_the_uid_index_is_deferred_only_into_an_empty_table_and_restored_on_fail
     with EventStore(db) as store:
         with pytest.raises(ImportFailed):
             import_path(store, bad, "c", chunk=5)  # dropped the index, then failed
-    assert uid_index(db) == [UID_INDEX]  # the drop was rolled back with the rest
+    assert deferred_indexes(db) == [RESPONSE_INDEX, UID_INDEX]  # the drop was rolled back with the rest
     with EventStore(db) as store:
         with store.writing() as session:  # an empty table: the index goes, and is built again
-            assert session.defer_event_indexes() == [UID_INDEX]
-            session.build_indexes([UID_INDEX])
+            assert session.defer_event_indexes() == [RESPONSE_INDEX, UID_INDEX]
+            session.build_indexes([RESPONSE_INDEX, UID_INDEX])
         import_path(store, path, "c", chunk=5)
         with store.writing() as session:
             assert session.defer_event_indexes() == []  # rows are there: nothing is dropped
         import_path(store, path, "d", chunk=5)  # a second conversation, the index kept as it goes
         assert payloads(store, "d")[1:] == [(r[0], *r[1:]) for r in payloads(store, "c")][1:]
         assert doctor.check(store, full=True).healthy
-    assert uid_index(db) == [UID_INDEX]
+    assert deferred_indexes(db) == [RESPONSE_INDEX, UID_INDEX]
 
 
 def test_a_new_file_is_built_with_a_rollback_journal_and_published_in_wal_mode(tmp_path):

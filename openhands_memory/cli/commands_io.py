@@ -61,8 +61,9 @@ def import_(db: str, path: Path, conversation_id: str | None, no_index: bool, fm
     from .opening import is_url, judge, writing_store
 
     judge(db, must_exist=False)  # the database, then the input, before anything is written
-    total = importer.count_events(path)  # also judges the path
-    show_bar = total is not None and total >= PROGRESS_MIN and sys.stderr.isatty()
+    tty = sys.stderr.isatty()
+    total = importer.count_events(path, lines=tty)  # also judges the path
+    show_bar = total is not None and total >= PROGRESS_MIN and tty
     new_file = not is_url(db) and not Path(db).expanduser().exists()
     with writing_store(db, create=True) as store:
         if no_index and store.search_index:

@@ -273,7 +273,7 @@ class Checker:
         is unchanged."""
         if not cond.forgotten_event_ids:
             return cond
-        seqs = [s for s in (self.seq_of.get(u) for u in cond.forgotten_event_ids) if s is not None and s < seq]
+        seqs = [s for s in map(self.seq_of.get, cond.forgotten_event_ids) if s is not None and s < seq]
         copy = cond.model_copy(update={
             "forgotten_event_ids": [],
             "forgotten_ranges": list(cond.forgotten_ranges or []) + ranges.runs_of(seqs),
@@ -314,8 +314,9 @@ def write_conversation(
             w.db.insert_conversation(conversation_id, now, metadata)
         except IntegrityViolation:
             raise ConversationExists(conversation_id) from None
-        # Into an empty event table (a new file), the external ids' index is built once the
-        # rows are in, still in this transaction; the checker holds every id meanwhile.
+        # Into an empty event table (a new file), the indexes with random keys (external ids,
+        # response ids) are built once the rows are in, still in this transaction; the
+        # checker holds every id meanwhile, and nothing in a load counts batches.
         deferred = w.db.defer_event_indexes()
         try:
             _load(w, checker, batches, progress)

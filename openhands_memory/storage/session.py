@@ -54,11 +54,13 @@ INSERT_HIDDEN = (
 )
 
 #: The indexes of ``event`` a load into an empty table builds after its rows
-#: (``Session.defer_event_indexes``): the external ids', whose keys (UUIDs) land anywhere in
-#: the tree. The partial indexes on ``(conversation_id, id)`` take each key at the end of the
-#: tree, which costs no more than building them, and some are read during the load (the
-#: path of a Condensation's tree: ``ix_event_jump``).
-DEFERRED_EVENT_INDEXES = ("ux_event_uid",)
+#: (``Session.defer_event_indexes``): those whose keys land anywhere in the tree, the
+#: external ids' (UUIDs) and the actions' response ids (1M SDK events: 8.9 s to insert and
+#: build with the response ids' kept row by row, 7.7 s built after). The partial indexes on
+#: ``(conversation_id, id)`` take each key at the end of the tree, which costs no more than
+#: building them, and some are read during the load (the path of a Condensation's tree:
+#: ``ix_event_jump``).
+DEFERRED_EVENT_INDEXES = ("ix_event_response", "ux_event_uid")
 
 # The view's statements that take no interval list (see Session.view_head and view_tail).
 VIEW_ENDS = (
