@@ -161,11 +161,13 @@ def _size(n: int) -> str:
     return f"{n >> 20:,} MB" if n >= 1 << 20 else f"{n:,} bytes"
 
 
-def open_regular(path: str | Path) -> int:
+def open_regular(path: str | Path, *, name: str | None = None, dir_fd: int | None = None) -> int:
     """A descriptor of ``path``, refused unless it is a regular file (a FIFO, a device such as
-    ``/dev/zero`` or a socket could be read forever)."""
+    ``/dev/zero`` or a socket could be read forever). ``name`` and ``dir_fd``: opened as
+    ``name`` in the folder ``dir_fd`` holds open (``path`` then only names it in errors),
+    which spares the system the walk down ``path``."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path if name is None else name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), dir_fd=dir_fd)
     except OSError as e:
         raise ImportFailed(path, f"cannot read it: {e.strerror}") from None
     try:

@@ -180,15 +180,27 @@ def _with_state(folder: SdkFolder) -> SdkFolder:
     return folder
 
 
-def _read_files(paths: list[str]) -> list[bytes | ImportFailed]:
-    """Each file's bytes (or why it cannot be read). Plain system calls: for a small file
-    Python's buffered reader costs more than the read. A file that is not a regular file
-    (a link to ``/dev/zero``, a pipe) or holds more than ``MAX_EVENT_BYTES`` is refused."""
+def _read_files(events_dir: str, names: list[str], paths: list[str]) -> list[bytes | ImportFailed]:
+    """Each file's bytes (or why it cannot be read; ``paths``: the files' names there, for
+    the errors). Plain system calls, each file opened in the folder held open: for a small
+    file Python's buffered reader costs more than the read. A file that is not a regular
+    file (a link to ``/dev/zero``, a pipe) or holds more than ``MAX_EVENT_BYTES`` is refused."""
+    try:
+        folder = os.open(events_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as e:
+        raise ImportFailed(events_dir, f"cannot read it: {e.strerror}") from None
+    try:
+        return _read_in(folder, names, paths)
+    finally:
+        os.close(folder)
+
+
+def _read_in(folder: int, names: list[str], paths: list[str]) -> list[bytes | ImportFailed]:
     out: list[bytes | ImportFailed] = []
     size = 1 << 14
-    for path in paths:
+    for name, path in zip(names, paths):
         try:
-            fd = open_regular(path)
+            fd = open_regular(path, name=name, dir_fd=folder)
         except ImportFailed as e:
             out.append(e)
             continue
@@ -238,7 +250,7 @@ def batches(folder: SdkFolder, size: int) -> Iterator[list[tuple[Event, str, str
 def read_batch(events_dir: str, names: list[str]) -> list[tuple[Event, str, str | None]]:
     """(event, path, file text) of each of these event files, in order."""
     paths = [os.path.join(events_dir, n) for n in names]
-    return [_parse(p, n, d) for p, n, d in zip(paths, names, _read_files(paths))]
+    return [_parse(p, n, d) for p, n, d in zip(paths, names, _read_files(events_dir, names, paths))]
 
 
 def check_parents(batch: list[tuple[Any, ...]], seen: set[str] | None) -> set[str] | None:
