@@ -102,6 +102,24 @@ def test_the_cached_view_sees_another_connections_writes(database_url):
         assert ids(mine.view()) == [0, 2, 3, 5]
 
 
+def test_a_write_between_the_lookup_and_the_first_view_is_seen_then_and_after(database_url):
+    # ``store.conversation`` reads the version the first view takes (one statement on
+    # PostgreSQL): a write landing in between must neither be missed nor hide the next ones.
+    with EventStore(database_url) as one, EventStore(database_url) as two:
+        one.create_conversation("c").append_many([f.system(), f.user()])
+        looked_up = two.conversation("c")
+        one.conversation("c").append(f.user())
+        assert ids(looked_up.view()) == [0, 1, 2]
+        one.conversation("c").append(f.user())
+        assert ids(looked_up.view()) == [0, 1, 2, 3]
+        later = two.conversation("c")
+        later.append(f.user())  # its own write before its first view
+        one.conversation("c").append(f.user())
+        assert ids(later.view()) == [0, 1, 2, 3, 4, 5]
+        one.conversation("c").append(f.user())
+        assert ids(later.view()) == ids(looked_up.view()) == [0, 1, 2, 3, 4, 5, 6]
+
+
 def test_a_condensation_refuses_when_another_landed(database_url):
     with EventStore(database_url) as one, EventStore(database_url) as two:
         conv = one.create_conversation("c")

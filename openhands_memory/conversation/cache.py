@@ -113,9 +113,20 @@ class ViewCache:
         self.boundary: Boundary | None = None
         self.new_facts: list[RowFacts] = []  # appended since ``view`` was made
         self.new_events: list[Event] = []  # the LLM-visible ones among them
+        self._known: Any = None  # a version read before anything was cached (``known_version``)
+
+    def known_version(self, version: Any) -> None:
+        """The conversation's version as just read (by the lookup that made it): the first
+        ``get`` takes it instead of reading it again. Read before the rows are, as ``get``
+        reads it: a write in between leaves the cache one version behind, so the next
+        ``get`` reads again."""
+        if self.data is None:
+            self._known = version
 
     def get(self) -> View:
-        version = self.recorder.version(self.conversation_id)
+        version, self._known = self._known, None
+        if version is None:
+            version = self.recorder.version(self.conversation_id)
         if self.data is None or version != self.version:
             with self.recorder.reading() as db:
                 self.data = query.load(db, self.conversation_id, loader=self.loader)
@@ -188,6 +199,7 @@ class ViewCache:
         """Fold our own appended events into the cached rows; ``version`` is what our write
         transaction left (see ``Session.touch``); ``counts``: the ActionEvents each response
         id in ``counts_wanted`` had before these events (absent: none), read by the write."""
+        self._known = None  # (from before this write)
         data = self.data
         if data is None:
             return
@@ -242,7 +254,7 @@ class ViewCache:
 
     def clear(self) -> None:
         """Forget the cached view: the next ``get`` reads it from the database again."""
-        self.data = self.view = self.boundary = None
+        self.data = self.view = self.boundary = self._known = None
         self.new_facts, self.new_events = [], []
 
     def at(self, seq: int) -> View:

@@ -763,6 +763,9 @@ class PostgresRecorder(Recorder):
                     raise
         return None if row is None else row[0]
 
+    def existing_version(self, conversation_id: str) -> Any | None:
+        return self.version(conversation_id)  # (NOT NULL: no row, no conversation)
+
     @property
     def closed(self) -> bool:
         return self._closed

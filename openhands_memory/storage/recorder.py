@@ -56,6 +56,15 @@ class Recorder(ABC):
         """A token that changes when another connection commits a write to the conversation
         (it may also change for writes elsewhere: a view cache then reads again)."""
 
+    def existing_version(self, conversation_id: str) -> Any | None:
+        """``version`` if the conversation exists, else None: a store looks a conversation up
+        and hands its view cache the first token at once (in one statement where the token
+        is a column of the conversation's row: PostgreSQL's)."""
+        with self.reading(snapshot=False) as db:
+            if not db.conversation_exists(conversation_id):
+                return None
+        return self.version(conversation_id)
+
     @abstractmethod
     def close(self) -> None: ...
 
