@@ -61,8 +61,8 @@ def import_(db: str, path: Path, conversation_id: str | None, no_index: bool, fm
     from .opening import is_url, judge, writing_store
 
     judge(db, must_exist=False)  # the database, then the input, before anything is written
-    tty = sys.stderr.isatty()
-    total = importer.count_events(path, lines=tty)  # also judges the path
+    tty = sys.stderr.isatty()  # (no bar, nothing to count for it)
+    total = importer.count_events(path, count=tty)  # also judges the path
     show_bar = total is not None and total >= PROGRESS_MIN and tty
     new_file = not is_url(db) and not Path(db).expanduser().exists()
     with writing_store(db, create=True) as store:

@@ -131,6 +131,11 @@ def _event_names(events_dir: Path) -> list[str]:
     return [n for n in os.listdir(events_dir) if n.startswith("event-") and n.endswith(".json")]
 
 
+def check_folder(path: Path) -> None:
+    """``ImportFailed`` when ``path`` is no conversation folder (nothing listed or read)."""
+    _folders(path)
+
+
 def count_files(path: Path) -> int:
     """How many event files a conversation folder holds, from their names alone (a progress
     bar's length; ``scan`` judges them). ``ImportFailed`` when it is no conversation folder."""
