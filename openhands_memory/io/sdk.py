@@ -186,10 +186,10 @@ def _with_state(folder: SdkFolder) -> SdkFolder:
 
 
 def _read_files(events_dir: str, names: list[str], paths: list[str]) -> list[bytes | ImportFailed]:
-    """Each file's bytes (or why it cannot be read; ``paths``: the files' names there, for
-    the errors). Plain system calls, each file opened in the folder held open: for a small
-    file Python's buffered reader costs more than the read. A file that is not a regular
-    file (a link to ``/dev/zero``, a pipe) or holds more than ``MAX_EVENT_BYTES`` is refused."""
+    """Each file's bytes (or why it cannot be read, naming its entry of ``paths``). Plain
+    system calls, each file opened by its name in the folder held open: for a small file
+    Python's buffered reader costs more than the read. A file that is not a regular file (a
+    link to ``/dev/zero``, a pipe) or holds more than ``MAX_EVENT_BYTES`` is refused."""
     try:
         folder = os.open(events_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as e:
