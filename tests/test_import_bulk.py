@@ -136,6 +136,37 @@ def test_a_bad_file_parsed_in_a_child_is_named_and_nothing_is_imported(tmp_path,
     assert expected in messages[1] and messages[0] == messages[1]
 
 
+@pytest.mark.parametrize("bad", [None, "fifo", "folder"])
+def test_files_opened_ahead_are_read_in_order_and_all_closed(tmp_path, monkeypatch, bad):
+    # A file is opened (and its read advised) AHEAD files before it is read: with a window
+    # shorter than the folder, each file is still read in its place, a bad one is named where
+    # it stands, and no descriptor outlives the import.
+    monkeypatch.setattr(sdk, "AHEAD", 3)
+    folder = write_folder(tmp_path / "conv", sdk_events(), {"id": CONV_ID})
+    events = sorted(p for p in (folder / "events").iterdir() if p.name.startswith("event-"))
+    target = events[len(events) // 2]
+    if bad == "fifo":
+        target.unlink()
+        os.mkfifo(target)  # a reader that waited for a writer would wait forever
+    elif bad == "folder":
+        target.unlink()
+        target.mkdir()
+    open_fds = len(os.listdir("/proc/self/fd"))
+    with EventStore(tmp_path / "ahead.db") as store:
+        if bad is None:
+            import_path(store, folder, parallel=False, chunk=4)
+            monkeypatch.setattr(sdk, "AHEAD", 128)
+            with EventStore(tmp_path / "plain.db") as plain:
+                import_path(plain, folder, parallel=False)
+                assert stored(store, CONV_ID) == stored(plain, CONV_ID)
+        else:
+            with pytest.raises(ImportFailed) as info:
+                import_path(store, folder, parallel=False, chunk=4)
+            assert target.name in str(info.value) and "not a regular file" in str(info.value)
+            assert store.conversations() == []
+    assert len(os.listdir("/proc/self/fd")) == open_fds
+
+
 def test_a_parent_named_out_of_order_is_named_when_children_parse(tmp_path):
     events, _ = branched_sdk_events()
     events[13]["parent_id"] = events[15]["id"]  # a later event: the SDK never writes that
