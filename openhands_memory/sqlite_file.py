@@ -11,10 +11,13 @@ alone holds what was committed (``seal``).
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import sqlite3
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 from urllib.parse import quote
 
 from .errors import DiskFull, OpenHandsMemoryError, ReadOnlyPlace, StorageFault
@@ -208,6 +211,48 @@ def seal(built: Path, label: Path, expected: Contents | None = None) -> None:
         raise
     except (sqlite3.Error, OSError) as e:
         raise (fault(e, label, nothing) or StorageFault(f"{label}: {' '.join(str(e).split())}; {nothing}")) from None
+
+
+#: ``sync_file_range``'s flag that starts writing a range's dirty pages and does not wait.
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+@functools.cache  # ctypes is loaded on the first call, not with the package
+def _sync_file_range() -> "Callable[[int, int, int, int], int] | None":
+    """libc's ``sync_file_range`` (Linux), which Python's ``os`` does not offer; None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        call = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint)
+    call.restype = ctypes.c_int
+    return call
+
+
+def start_writeback(path: Path) -> None:
+    """Ask the kernel to start writing ``path``'s dirty pages to the disk, without waiting
+    for them or dropping them from the page cache; a no-op where that cannot be asked.
+
+    A file being built is written far faster than the kernel writes it back on its own: it
+    starts only once some 10 % of the machine's memory is dirty, and from then on each page
+    SQLite writes cost it about twice the CPU (1.8M SDK rows into a new file: 5.9 us a row
+    until 2 GB were dirty, 10.8 after; handed to the disk every 256 MB, 5.9 throughout).
+    Advice only: nothing is promised durable by it (``seal`` syncs the file)."""
+    call = _sync_file_range()
+    if call is None:
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        call(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+    finally:
+        os.close(fd)
 
 
 def fsync(path: Path) -> None:

@@ -305,3 +305,41 @@ def test_both_backends_store_a_parallel_import_as_a_plain_one(database_url, tmp_
             assert [e.to_json() for e in a.events()] == [e.to_json() for e in b.events()]
             assert view_shape(a.view()) == view_shape(b.view())
         assert doctor.check(store, full=True).healthy
+
+
+def test_a_new_files_pages_are_handed_to_the_disk_as_rows_come_in(tmp_path, monkeypatch):
+    """A file being built asks the kernel to write its pages back as it grows (the payload
+    bytes inserted pass ``WRITEBACK_BYTES``), not only at the end; an import into an existing
+    file leaves that to SQLite's own checkpoints."""
+    from openhands_memory import sqlite_file
+    from openhands_memory.storage import sqlite as sqlite_storage
+
+    asked: list[str] = []
+    start_writeback = sqlite_file.start_writeback
+
+    def spy(path: Path) -> None:
+        asked.append(Path(path).name)
+        start_writeback(path)  # the real call, on the real file
+
+    monkeypatch.setattr(sqlite_file, "start_writeback", spy)
+    monkeypatch.setattr(sqlite_storage, "WRITEBACK_BYTES", 4096)
+    path = long_jsonl(tmp_path)
+    run("import", tmp_path / "new.db", path, "-c", "c")
+    assert asked and all(name.startswith(".new.db.") and name.endswith(".building") for name in asked)
+    with EventStore(tmp_path / "source.db") as source, EventStore(tmp_path / "new.db") as new:
+        assert stored(new, "c") == stored(source, "long")
+
+    asked.clear()
+    run("import", tmp_path / "new.db", path, "-c", "again")
+    assert asked == []
+
+
+def test_writeback_leaves_a_file_as_it_was_and_a_missing_one_alone(tmp_path):
+    from openhands_memory import sqlite_file
+
+    data = os.urandom(1 << 20)
+    target = tmp_path / "f.bin"
+    target.write_bytes(data)
+    sqlite_file.start_writeback(target)
+    assert target.read_bytes() == data
+    sqlite_file.start_writeback(tmp_path / "missing.bin")  # advice only: nothing to say

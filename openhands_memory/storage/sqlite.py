@@ -31,7 +31,27 @@ from .session import IntegrityViolation, Session
 ONCE_CACHE_KIB = 2048
 
 
+#: A new file's written pages are handed to the disk each time this many payload bytes have
+#: been inserted (``sqlite_file.start_writeback``).
+WRITEBACK_BYTES = 256 << 20
+
+
 class SqliteSession(Session):
+    def __init__(self, conn: sqlite3.Connection, writeback: Path | None = None):
+        super().__init__(conn)
+        # A file being built (durability "build"): its pages are handed to the disk as rows
+        # come in, not left to pile up in the page cache.
+        self._writeback = writeback
+        self._unwritten = 0
+
+    def insert_events(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        super().insert_events(rows)
+        if self._writeback is not None:
+            self._unwritten += sum(len(row[-1]) for row in rows)
+            if self._unwritten >= WRITEBACK_BYTES:
+                self._unwritten = 0
+                sqlite_file.start_writeback(self._writeback)
+
     def _stream(self, statements: Sequence[tuple[str, Sequence[Any]]], once: bool) -> Iterator[tuple]:
         if not once:
             yield from super()._stream(statements, once)
@@ -76,7 +96,7 @@ class SqliteRecorder(Recorder):
         # Read-only: a query-only connection that is safe beside writers and leaves no files
         # behind (see database.connect_readonly).
         self.conn = database.connect_readonly(path) if readonly else database.connect(path, durability)
-        self._session = SqliteSession(self.conn)
+        self._session = SqliteSession(self.conn, path if durability == "build" else None)
 
     def session(self) -> Session:
         return self._session
