@@ -34,6 +34,7 @@ from typing import Any, Literal, Union
 
 import msgspec
 
+from ..view import records
 from .common import MAX_DEPTH
 
 Source = Literal["agent", "user", "environment", "hook"]
@@ -42,23 +43,9 @@ _RAW_BYTES = 4096
 _OPEN, _NULL = ord("{"), ord("n")
 
 
-class TextContent(msgspec.Struct, tag="text", tag_field="type"):
-    text: str
-    cache_prompt: bool = False
-
-
-class ImageContent(msgspec.Struct, tag="image", tag_field="type"):
-    image_urls: list[str]
-    cache_prompt: bool = False
-
-
-class ThinkingBlock(msgspec.Struct, tag="thinking", tag_field="type"):
-    thinking: str
-    signature: Union[str, None] = None
-
-
-class RedactedThinkingBlock(msgspec.Struct, tag="redacted_thinking", tag_field="type"):
-    data: str
+# The content blocks a long view reads declare every field of theirs already.
+TextContent, ImageContent = records.TextRecord, records.ImageRecord
+ThinkingBlock, RedactedThinkingBlock = records.ThinkingRecord, records.RedactedThinkingRecord
 
 
 class MessageToolCall(msgspec.Struct):
