@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from openhands_memory.cli import cli  # noqa: F401  (the command line, through test_cli.run)
 from openhands_memory.conversation import EventStore
@@ -25,6 +27,8 @@ from openhands_memory.inspection import doctor
 from openhands_memory.io import sdk
 from openhands_memory.io.common import ImportFailed
 from openhands_memory.io.importer import import_path
+from openhands_memory.io.parallel import Head
+from openhands_memory.storage import tree
 from openhands_memory.io.jsonl import write_jsonl
 
 from . import factories as f
@@ -343,3 +347,69 @@ def test_writeback_leaves_a_file_as_it_was_and_a_missing_one_alone(tmp_path):
     sqlite_file.start_writeback(target)
     assert target.read_bytes() == data
     sqlite_file.start_writeback(tmp_path / "missing.bin")  # advice only: nothing to say
+
+
+def _check_parents_one_by_one(batch: list, seen: set | None) -> set | None:
+    """What ``sdk.check_parents`` promises, an event at a time."""
+    for item in batch:
+        if seen is None:
+            break
+        event = item[0]
+        if event.parent_id not in (None, tree.ROOT_PARENT_ID) and event.parent_id not in seen:
+            raise ImportFailed(item[1], "parent")
+        if event.id in seen:
+            seen = None
+        else:
+            seen.add(event.id)
+    return seen
+
+
+ids_ = st.sampled_from(["a", "b", "c", "d", "e", "f"])
+
+
+@st.composite
+def parent_batches(draw) -> tuple[list, set]:
+    seen = draw(st.sets(ids_, max_size=3))
+    chosen = draw(st.lists(ids_, min_size=1, max_size=6))
+    linear = draw(st.booleans())
+    batch = []
+    for k, uid in enumerate(chosen):
+        if linear and k:
+            parent = chosen[k - 1]
+        else:
+            parent = draw(st.none() | st.just(tree.ROOT_PARENT_ID) | ids_)
+        batch.append((Head(uid, "ActionEvent", parent), f"file-{k}"))
+    return batch, seen
+
+
+@given(parent_batches())
+def test_a_folders_parents_are_judged_as_one_by_one_whatever_the_batch(case):
+    batch, seen = case
+    try:
+        expected: object = _check_parents_one_by_one(batch, set(seen))
+    except ImportFailed as e:
+        expected = ("refused", e.where)
+    try:
+        got: object = sdk.check_parents(batch, set(seen))
+    except ImportFailed as e:
+        got = ("refused", e.where)
+    assert got == expected
+
+
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=6), st.data())
+def test_a_condensations_forgotten_ids_resolve_to_the_ranges_of_their_earlier_events(sizes, data):
+    """However its ids are spread over batches (this one, the one before, older ones, none),
+    ``Checker.resolved`` gives the ranges of the ids that name earlier events."""
+    from openhands_memory import ranges
+    from openhands_memory.io.common import Checker
+
+    checker, names = Checker(), []
+    for size in sizes:
+        batch = [(Head(f"e{len(names) + k}", "ActionEvent", None), "x") for k in range(size)]
+        names += [head.id for head, _ in batch]
+        checker.add_batch(batch)
+    forget = data.draw(st.lists(st.sampled_from(names + ["gone", f"e{len(names)}"]), max_size=8))
+    seq = data.draw(st.integers(0, len(names)))
+    got = checker.resolved(f.condensation(forget=forget), seq)
+    wanted = ranges.runs_of(sorted({int(n[1:]) for n in forget if n in names and int(n[1:]) < seq}))
+    assert list(got.forgotten_ranges or []) == wanted and (got.forgotten_event_ids == [] or not forget)

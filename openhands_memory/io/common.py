@@ -232,6 +232,12 @@ class Checker:
         self.condensations = 0
         self.seq_of: dict[str, int] = {}
         self._where: list[object] = []
+        # The ids of this batch and the one before, as ``seq_of`` has them: the events a
+        # Condensation forgets are mostly its recent ones, which a small dict finds in the
+        # processor's cache; in ``seq_of``, a million ids, each lookup missed it (a million
+        # SDK events: 1.1 s of resolving, 0.2 s this way).
+        self._newer: dict[str, int] = {}
+        self._older: dict[str, int] = {}
 
     def add(self, event: Event, where: object) -> None:
         first = self.seq_of.get(event.id)
@@ -254,6 +260,8 @@ class Checker:
         """``add`` for each ``(event, where, ...)`` of a batch, in order (the same checks; a
         load's loop, without a call per event)."""
         seq_of, wheres, count = self.seq_of, self._where, self.count
+        self._older, self._newer = self._newer, {}
+        newer = self._newer
         try:
             for item in batch:
                 event = item[0]
@@ -261,9 +269,10 @@ class Checker:
                 if uid in seq_of or isinstance(event, Condensation):
                     self.count = count
                     self.add(event, item[1])
+                    newer[uid] = count
                     count += 1
                     continue
-                seq_of[uid] = count
+                seq_of[uid] = newer[uid] = count
                 wheres.append(item[1])
                 count += 1
         finally:
@@ -273,9 +282,14 @@ class Checker:
         """``cond`` with its external ids turned into id ranges, as the store would turn them
         (ids that name no earlier event are ignored), for recording its ranges. Its stored JSON
         is unchanged."""
-        if not cond.forgotten_event_ids:
+        ids = cond.forgotten_event_ids
+        if not ids:
             return cond
-        seqs = [s for s in map(self.seq_of.get, cond.forgotten_event_ids) if s is not None and s < seq]
+        found = list(map(self._newer.get, ids))
+        if None in found:
+            older, seq_of = self._older, self.seq_of
+            found = [s if s is not None else older[i] if i in older else seq_of.get(i) for s, i in zip(found, ids)]
+        seqs = [s for s in found if s is not None and s < seq]
         copy = cond.model_copy(update={
             "forgotten_event_ids": [],
             "forgotten_ranges": list(cond.forgotten_ranges or []) + ranges.runs_of(seqs),
