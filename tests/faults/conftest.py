@@ -1,6 +1,7 @@
 """Fault injection for the fault suite: real faults, never mocks.
 
 * ``small_tmpfs(size)``: a tmpfs of ``size`` bytes mounted for the test (a full disk);
+  ``small_ext4(size)``: the same on a loop-mounted ext4, where the kernel writes pages back;
 * ``unprivileged(...)``: the argv prefix that runs a command as root without root's
   capabilities (``setpriv``), so that file and folder permissions apply to it;
 * ``run_cli(...)``: the real command in a subprocess, its exit status and output.
@@ -53,6 +54,45 @@ def mounted_tmpfs(size: int) -> Iterator[Path]:
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
         where.rmdir()
+
+
+@contextmanager
+def mounted_ext4(size: int) -> Iterator[Path]:
+    """A fresh ext4 file system of ``size`` bytes on a loop device, unmounted after: a disk
+    with the kernel's writeback, which a tmpfs does not have."""
+    if os.geteuid() != 0 or shutil.which("mount") is None or shutil.which("mkfs.ext4") is None:
+        cannot_inject("mounting a small ext4 needs root, mount(8) and mkfs.ext4(8)")
+    image = Path(tempfile.mkdtemp(prefix="ohm-ext4-"))
+    where = image / "mnt"
+    where.mkdir()
+    with open(image / "disk.img", "wb") as f:
+        f.truncate(size)
+    made = subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", str(image / "disk.img")], capture_output=True, text=True)
+    done = made if made.returncode else subprocess.run(
+        ["mount", "-o", "loop", str(image / "disk.img"), str(where)], capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(image)
+        cannot_inject(f"cannot make and mount a small ext4: {done.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
+        shutil.rmtree(image, ignore_errors=True)
+
+
+@pytest.fixture
+def small_ext4():
+    """``small_ext4(size)`` mounts an ext4 of that many bytes for the rest of the test."""
+    stack: list = []
+
+    def mount(size: int) -> Path:
+        cm = mounted_ext4(size)
+        stack.append(cm)
+        return cm.__enter__()
+
+    yield mount
+    for cm in reversed(stack):
+        cm.__exit__(None, None, None)
 
 
 @pytest.fixture

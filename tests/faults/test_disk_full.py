@@ -10,6 +10,7 @@ failed silently and publishing the built file deleted the WAL that held the impo
 from __future__ import annotations
 
 import json
+import os
 import random
 import sqlite3
 import string
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CliRun, run_cli
+from .conftest import REPO, CliRun, run_cli
 
 EVENTS, TEXT = 80, 20_000  # ~1.6 MB of JSON Lines
 
@@ -298,3 +299,45 @@ def test_a_full_temporary_folder_fails_a_large_write_and_says_where(small_tmpfs,
     filler.unlink()
     run_cli("search-index", db, "off", env={"SQLITE_TMPDIR": str(temp)}).ok()
     assert "is off" in run_cli("search-index", db).ok().stdout
+
+
+# Asks for the writeback every 4 KB of payload, in batches of 8 events, and notes each request.
+WRITEBACK_EVERY_4_KB = '''
+import os
+from openhands_memory import sqlite_file
+from openhands_memory.io import importer
+from openhands_memory.storage import sqlite as storage
+
+storage.WRITEBACK_BYTES = 4096
+_import_path, _start = importer.import_path, sqlite_file.start_writeback
+importer.import_path = lambda *a, **k: _import_path(*a, **{**k, "chunk": 8})
+def start_writeback(path):
+    with open(os.environ["OHM_TEST_WRITEBACKS"], "a") as f:
+        f.write(str(path) + "\\n")
+    _start(path)
+sqlite_file.start_writeback = start_writeback
+'''
+
+
+@pytest.mark.parametrize("size", [2_000_000, 3_000_000, 4_000_000, 8_000_000])
+def test_a_new_file_handed_to_the_disk_as_it_grows_is_whole_or_absent(small_ext4, tmp_path, scale, inputs, size):
+    """On a disk with the kernel's writeback (ext4, not tmpfs), a new file's pages asked to be
+    written back batch after batch: a full disk is still one line, exit 1, and no file."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(WRITEBACK_EVERY_4_KB)
+    asked = tmp_path / "writebacks.txt"
+    mount = small_ext4(int(size * scale))
+    db = mount / "new.db"
+    run = run_cli("import", db, inputs["big"], env={"PYTHONPATH": f"{hook}{os.pathsep}{REPO}",
+                                                    "OHM_TEST_WRITEBACKS": str(asked)})
+    if run.code == 0:
+        run.ok()
+        assert events_in(db) == EVENTS
+        assert_healthy(db)
+        assert len(asked.read_text().splitlines()) >= EVENTS // 8 - 1  # a request a batch, about
+    else:
+        line = disk_full_line(run, db)
+        assert "was not created" in line, line
+        assert not db.exists()
+        assert sorted(p.name for p in mount.iterdir()) == ["lost+found"], "a failed build leaves nothing behind"
