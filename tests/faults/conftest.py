@@ -18,10 +18,10 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, ContextManager, Iterator, Sequence
 
 import pytest
 
@@ -80,34 +80,22 @@ def mounted_ext4(size: int) -> Iterator[Path]:
         shutil.rmtree(image, ignore_errors=True)
 
 
+def _mounts(mounted: Callable[[int], ContextManager[Path]]) -> Iterator[Callable[[int], Path]]:
+    """A test's ``mount(size)``, each mount undone when the test ends."""
+    with ExitStack() as stack:
+        yield lambda size: stack.enter_context(mounted(size))
+
+
 @pytest.fixture
 def small_ext4():
     """``small_ext4(size)`` mounts an ext4 of that many bytes for the rest of the test."""
-    stack: list = []
-
-    def mount(size: int) -> Path:
-        cm = mounted_ext4(size)
-        stack.append(cm)
-        return cm.__enter__()
-
-    yield mount
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
+    yield from _mounts(mounted_ext4)
 
 
 @pytest.fixture
 def small_tmpfs():
     """``small_tmpfs(size)`` mounts a tmpfs of that many bytes for the rest of the test."""
-    stack: list = []
-
-    def mount(size: int) -> Path:
-        cm = mounted_tmpfs(size)
-        stack.append(cm)
-        return cm.__enter__()
-
-    yield mount
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
+    yield from _mounts(mounted_tmpfs)
 
 
 def unprivileged() -> tuple[str, ...]:
