@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -140,12 +142,15 @@ def test_a_bad_file_parsed_in_a_child_is_named_and_nothing_is_imported(tmp_path,
     assert expected in messages[1] and messages[0] == messages[1]
 
 
+@pytest.mark.parametrize("cached", [False, True])
 @pytest.mark.parametrize("bad", [None, "fifo", "folder"])
-def test_files_opened_ahead_are_read_in_order_and_all_closed(tmp_path, monkeypatch, bad):
-    # A file is opened (and its read advised) AHEAD files before it is read: with a window
-    # shorter than the folder, each file is still read in its place, a bad one is named where
-    # it stands, and no descriptor outlives the import.
+def test_files_opened_ahead_are_read_in_order_and_all_closed(tmp_path, monkeypatch, bad, cached):
+    # A folder the page cache does not hold has each file opened (and its read advised) AHEAD
+    # files before it is read: with a window shorter than the folder, each file is still read
+    # in its place, a bad one is named where it stands, and no descriptor outlives the import.
+    # A cached folder is read a file at a time, with the same outcome.
     monkeypatch.setattr(sdk, "AHEAD", 3)
+    monkeypatch.setattr(sdk, "_cached", lambda folder, names: cached)
     folder = write_folder(tmp_path / "conv", sdk_events(), {"id": CONV_ID})
     events = sorted(p for p in (folder / "events").iterdir() if p.name.startswith("event-"))
     target = events[len(events) // 2]
@@ -169,6 +174,39 @@ def test_files_opened_ahead_are_read_in_order_and_all_closed(tmp_path, monkeypat
             assert target.name in str(info.value) and "not a regular file" in str(info.value)
             assert store.conversations() == []
     assert len(os.listdir("/proc/self/fd")) == open_fds
+
+
+@pytest.mark.skipif(not hasattr(os, "RWF_NOWAIT"), reason="needs preadv's RWF_NOWAIT (Linux)")
+def test_a_folder_is_read_with_advice_only_when_the_page_cache_lacks_it(tmp_path, monkeypatch):
+    # On a disk's file system (the tests' own files are on tmpfs, which cannot say what it
+    # caches: there the folder is always read with the advice).
+    advised: list[str] = []
+    real = sdk._open_advised
+    monkeypatch.setattr(sdk, "_open_advised", lambda folder, name, path: advised.append(name) or real(folder, name, path))
+    disk = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        folder = write_folder(disk / "conv", sdk_events(), {"id": CONV_ID})
+        events = folder / "events"
+        names = sorted(n for n in os.listdir(events) if n.startswith("event-"))
+        fd = os.open(events, os.O_RDONLY)
+        try:
+            if not sdk._cached(fd, names):
+                pytest.skip("/var/tmp's file system cannot say what the page cache holds")
+            for name in (names[0], names[-1]):
+                with open(events / name, "rb") as file:
+                    os.fsync(file.fileno())  # clean pages, which the advice below drops
+                    os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            assert not sdk._cached(fd, names)
+            with EventStore(tmp_path / "a.db") as store, EventStore(tmp_path / "b.db") as again:
+                import_path(store, folder, parallel=False)
+                assert sorted(advised) == names and sdk._cached(fd, names)
+                import_path(again, folder, parallel=False)
+                assert len(advised) == len(names)  # read plainly
+                assert stored(store, CONV_ID) == stored(again, CONV_ID)
+        finally:
+            os.close(fd)
+    finally:
+        shutil.rmtree(disk)
 
 
 def test_a_parent_named_out_of_order_is_named_when_children_parse(tmp_path):

@@ -166,20 +166,33 @@ def open_regular(path: str | Path, *, name: str | None = None, dir_fd: int | Non
     ``/dev/zero`` or a socket could be read forever). ``name`` and ``dir_fd``: opened as
     ``name`` in the folder ``dir_fd`` holds open (``path`` then only names it in errors),
     which spares the system the walk down ``path``."""
+    fd = open_nonblocking(path, name=name, dir_fd=dir_fd)
     try:
-        fd = os.open(path if name is None else name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), dir_fd=dir_fd)
+        refuse_irregular(fd, path)
+    except ImportFailed:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_nonblocking(path: str | Path, *, name: str | None = None, dir_fd: int | None = None) -> int:
+    """A descriptor of ``path`` (see ``open_regular``) that no read can block on: a FIFO
+    without a writer reads as empty. The caller judges what it is (``refuse_irregular``)."""
+    try:
+        return os.open(path if name is None else name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), dir_fd=dir_fd)
     except OSError as e:
         raise ImportFailed(path, f"cannot read it: {e.strerror}") from None
+
+
+def refuse_irregular(fd: int, path: str | Path) -> None:
+    """``ImportFailed`` naming ``path`` unless ``fd`` is a regular file."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError as e:
-        os.close(fd)
         raise ImportFailed(path, f"cannot read it: {e.strerror}") from None
     if not stat.S_ISREG(mode):
-        os.close(fd)
         what = "a folder" if stat.S_ISDIR(mode) else "a device, pipe or socket"
         raise ImportFailed(path, f"not a regular file (it is {what})")
-    return fd
 
 
 def read_bounded(path: str | Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:

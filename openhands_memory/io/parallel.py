@@ -37,6 +37,11 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
 from ..events import Condensation
 from ..storage.codec import event_row
 from .common import ImportFailed, parse_event_json
@@ -48,6 +53,9 @@ PARALLEL_EVENTS = 20_000
 PARALLEL_BYTES = 24 << 20
 #: How many children parse the input, each every other batch.
 CHILDREN = 2
+
+#: The room asked for in each child's pipe (``_widen``).
+PIPE_BYTES = 1 << 20
 
 _LENGTH = struct.Struct("<Q")
 
@@ -148,12 +156,28 @@ def _start(jobs: list[dict[str, Any]]) -> "list[subprocess.Popen[bytes]]":
                 for _ in jobs]
     for child, job in zip(children, jobs):
         assert child.stdin is not None and child.stdout is not None
+        _widen(child.stdout)
         try:
             child.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
             child.stdin.close()
         except BrokenPipeError:
             pass  # it ended at once: its end is reported when its first frame is read
     return children
+
+
+def _widen(pipe: IO[bytes]) -> None:
+    """Give ``pipe`` ``PIPE_BYTES`` of room where the system allows it (Linux's
+    ``F_SETPIPE_SZ``; an unprivileged process may ask up to ``/proc/sys/fs/pipe-max-size``,
+    1 MB unless changed). A batch is some 4 MB: through the default 64 KB, the child and
+    this process took turns some 70 times a batch, each waking the other (1.9 s of the
+    importer's 21 at a million SDK files, against 0.95 s through 1 MB)."""
+    setter = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if setter is None:
+        return
+    try:
+        fcntl.fcntl(pipe.fileno(), setter, PIPE_BYTES)
+    except OSError:  # over the limit the system sets: the pipe keeps its size
+        pass
 
 
 def _item(where: str, row: tuple[Any, ...] | str, parent_id: str | None) -> tuple[Any, ...]:
