@@ -39,12 +39,11 @@ class ConversationRow(SQLModel, table=True):
     search_key: Optional[int] = Field(default=None, sa_column=Column("search_key", Integer, nullable=True))
 
 
-# A row that is not of a tool loop's kinds (``events.TOOL_KINDS``, sorted: revision 0003 spells
+# A row that is not of a tool loop's kinds (``events.TOOL_KINDS``, sorted: revision 0014 spells
 # the predicate so), or a thinking action, ends or starts a loop: the view seeks the nearest
-# such row before each visible interval in the partial index ix_event_loop_edge.
-LOOP_EDGE_WHERE = (
-    f"kind NOT IN ({', '.join(repr(k) for k in sorted(TOOL_KINDS))}) OR has_thinking"
-)
+# such row before each visible interval in the partial index ix_event_loop_edge. Comparisons,
+# not ``kind NOT IN (...)``: SQLite builds an IN list's table again for each inserted row.
+LOOP_EDGE_WHERE = f"({' AND '.join(f'kind <> {k!r}' for k in sorted(TOOL_KINDS))}) OR has_thinking"
 
 
 class EventRow(SQLModel, table=True):

@@ -27,9 +27,10 @@ END = 2**62  # "no upper bound" for id ranges
 
 # The kinds a tool loop is made of, and the rows that end or start one (non-tool kinds and
 # thinking actions): the partial index ix_event_loop_edge holds exactly the latter. The
-# predicate must match the index's (schema.LOOP_EDGE_WHERE) word for word.
+# predicate must match the index's (schema.LOOP_EDGE_WHERE) word for word (spelled here again:
+# the schema's module brings SQLAlchemy, which a command's start-up does without).
 TOOL_KIND_LIST = ", ".join(f"'{k}'" for k in sorted(TOOL_KINDS))
-LOOP_EDGE = f"(kind NOT IN ({TOOL_KIND_LIST}) OR has_thinking)"
+LOOP_EDGE = f"(({' AND '.join(f'kind <> {k!r}' for k in sorted(TOOL_KINDS))}) OR has_thinking)"
 
 INSERT_EVENT = (
     f"INSERT INTO event ({', '.join(EVENT_COLUMNS)}) "
