@@ -134,7 +134,7 @@ def json_problem(message: str) -> tuple[str, int | None, int | None]:
     if text.startswith("recursion limit exceeded"):
         return f"JSON nested deeper than {MAX_DEPTH} levels", line, column
     if text.startswith("number out of range"):
-        return "a number of more than 4,300 digits", line, column
+        return f"a number of more than {MAX_DIGITS:,} digits", line, column
     if "unicode" in text.lower() or "utf-8" in text.lower():
         return "not valid UTF-8 text", line, column
     return f"not valid JSON: {text}", line, column
@@ -154,6 +154,7 @@ def _at(where: object, line: int | None, column: int | None) -> str:
 # --- bounded reading -------------------------------------------------------------------------
 
 MAX_DEPTH = 200  # pydantic-core's parser refuses JSON nested deeper than this
+MAX_DIGITS = 4300  # and numbers of more digits than this (whatever sys.set_int_max_str_digits says)
 MAX_DOCUMENT_BYTES = 1 << 30  # a whole JSON document: a legacy trajectory, a JSON list
 
 

@@ -352,7 +352,8 @@ def read_batch(events_dir: str, names: list[str]) -> list[tuple[Event, str, str 
 
 def read_raw(events_dir: str, names: list[str]) -> list[tuple[str, str, bytes | ImportFailed]]:
     """(path, name, bytes or why they cannot be read) of each of these event files, in order."""
-    paths = [os.path.join(events_dir, n) for n in names]
+    prefix = os.path.join(events_dir, "")  # (os.path.join for each file: 0.4 us, a tenth of its read)
+    paths = [prefix + n for n in names]
     return list(zip(paths, names, _read_files(events_dir, names, paths)))
 
 
