@@ -142,6 +142,22 @@ def test_a_bad_file_parsed_in_a_child_is_named_and_nothing_is_imported(tmp_path,
     assert expected in messages[1] and messages[0] == messages[1]
 
 
+@pytest.mark.parametrize("how", ["gap", "twice", "exists"])
+def test_children_started_before_the_names_are_judged_are_stopped_when_the_import_fails(tmp_path, how):
+    # The children start while the folder's names are judged: a bad name, or a conversation
+    # the database holds already, ends the import before any is sent its job.
+    folder, expected = _corrupt(tmp_path, "gap" if how == "exists" else how)
+    if how == "exists":
+        folder = write_folder(tmp_path / "whole", sdk_events(), {"id": CONV_ID})
+        expected = "already exists"
+    with EventStore(tmp_path / "a.db") as store:
+        if how == "exists":
+            store.create_conversation(CONV_ID)
+        with pytest.raises(Exception, match=expected):
+            import_path(store, folder, parallel=True, chunk=2)
+    assert children_left() == []
+
+
 @pytest.mark.parametrize("cached", [False, True])
 @pytest.mark.parametrize("bad", [None, "fifo", "folder"])
 def test_files_opened_ahead_are_read_in_order_and_all_closed(tmp_path, monkeypatch, bad, cached):

@@ -17,6 +17,7 @@ or line is bad, the error names it and the database is left as it was.
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,17 +131,22 @@ def _import(
     parallel: bool | None = None,
 ) -> ImportResult:
     if path.is_dir():
-        folder = sdk.scan(path)
-        cid = conversation_id or folder.conversation_id
-        result = ImportResult(cid, "openhands", str(path))
-        if parallel or (parallel is None and len(folder.files) >= _parallel.PARALLEL_EVENTS and _parallel.usable()):
-            read: Any = _parallel.batches({"format": "openhands", "events_dir": str(folder.events_dir),
-                                           "files": folder.files,
-                                           "conversation_id": cid, "chunk": chunk})
-        else:
-            read = sdk.batches(folder, chunk)
-        return write_conversation(store, cid, folder.metadata, read, result, progress,
-                                  finish=lambda w: sdk.set_head(w, folder, result))
+        listing = sdk.list_events(path)
+        in_children = parallel or (parallel is None and len(listing.names) >= _parallel.PARALLEL_EVENTS
+                                   and _parallel.usable())
+        # The children start while the names are judged, and are stopped however this ends.
+        with _parallel.Parsers() if in_children else nullcontext() as parsers:
+            folder = sdk.judge(listing)
+            cid = conversation_id or folder.conversation_id
+            result = ImportResult(cid, "openhands", str(path))
+            if parsers is not None:
+                read: Any = _parallel.batches({"format": "openhands", "events_dir": str(folder.events_dir),
+                                               "files": folder.files, "conversation_id": cid, "chunk": chunk},
+                                              parsers)
+            else:
+                read = sdk.batches(folder, chunk)
+            return write_conversation(store, cid, folder.metadata, read, result, progress,
+                                      finish=lambda w: sdk.set_head(w, folder, result))
     kind = detect(path)
     cid = conversation_id or path.stem
     meta: dict[str, Any] = {"imported_from": {"format": kind, "path": str(path.resolve())}}

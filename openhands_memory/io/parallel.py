@@ -79,7 +79,7 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parent.parent.parent)
 
 
-def batches(job: dict[str, Any]) -> Iterator[list[tuple[Any, ...]]]:
+def batches(job: dict[str, Any], parsers: Parsers | None = None) -> Iterator[list[tuple[Any, ...]]]:
     """The input ``job`` names, parsed in child processes, a batch at a time: items
     ``(event or Head, where, JSON text, row or None)``, as ``common.write_conversation`` takes
     them: the rows are the new conversation's, from id 0. ``job``: ``{"format": "jsonl",
@@ -91,7 +91,8 @@ def batches(job: dict[str, Any]) -> Iterator[list[tuple[Any, ...]]]:
     reading it in order; an error in reading it is the same for each, and the first in order
     is raised) and parses its own batches' lines; a folder's files are read by the child whose
     batch holds them. The parents each event of a folder names are judged here, in order, as
-    ``sdk.batches`` judges them (``sdk.check_parents``)."""
+    ``sdk.batches`` judges them (``sdk.check_parents``). ``parsers``: the children, started
+    already (the caller stops them if this generator never runs); else started here."""
     chunk = job["chunk"]
     if job["format"] == "jsonl":
         jobs = [{**job, "part": k, "parts": CHILDREN} for k in range(CHILDREN)]
@@ -104,7 +105,7 @@ def batches(job: dict[str, Any]) -> Iterator[list[tuple[Any, ...]]]:
                  "batches": dealt[k::count]} for k in range(count)]
         seen = set()
     source = job["path"] if job["format"] == "jsonl" else job["events_dir"]
-    children = _start(jobs)
+    children = (parsers or Parsers(len(jobs))).send(jobs)
     buffer = bytearray()
     try:
         k = done = 0
@@ -140,29 +141,65 @@ def batches(job: dict[str, Any]) -> Iterator[list[tuple[Any, ...]]]:
                         raise ImportFailed(source, "it changed while it was being read; nothing was imported")
                 return
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-            child.wait()
-            child.stdout.close()
+        _stop(children)
 
 
-def _start(jobs: list[dict[str, Any]]) -> "list[subprocess.Popen[bytes]]":
-    """A child for each job. All are started before any is sent its job: a child reads it
-    once its imports are done (some 0.2 s), and they start side by side."""
-    code = (f"import sys; sys.path.insert(0, {_package_root()!r}); "
-            "from openhands_memory.io.parallel import serve; serve()")
-    children = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                for _ in jobs]
-    for child, job in zip(children, jobs):
-        assert child.stdin is not None and child.stdout is not None
-        _widen(child.stdout)
+class Parsers:
+    """Child processes started ahead of their work, each waiting for its job (``batches``
+    sends it): an interpreter and the event models take some 0.25 s to start, which an
+    importer spends judging its input meanwhile (a million file names: 0.4 s). Closing
+    (``close``, or leaving the ``with`` block) stops those still running."""
+
+    def __init__(self, count: int = CHILDREN):
+        code = (f"import sys; sys.path.insert(0, {_package_root()!r}); "
+                "from openhands_memory.io.parallel import serve; serve()")
+        self.children: "list[subprocess.Popen[bytes]]" = []
         try:
-            child.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-            child.stdin.close()
-        except BrokenPipeError:
-            pass  # it ended at once: its end is reported when its first frame is read
-    return children
+            for _ in range(count):
+                child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                self.children.append(child)
+                assert child.stdout is not None
+                _widen(child.stdout)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> "Parsers":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        _stop(self.children)
+
+    def send(self, jobs: list[dict[str, Any]]) -> "list[subprocess.Popen[bytes]]":
+        """Each job to a child of its own, in order; the children left over are stopped."""
+        if len(jobs) > len(self.children):
+            raise ValueError(f"{len(jobs)} jobs for {len(self.children)} children")
+        working = self.children[: len(jobs)]
+        _stop(self.children[len(jobs) :])
+        for child, job in zip(working, jobs):
+            assert child.stdin is not None
+            try:
+                child.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+                child.stdin.close()
+            except BrokenPipeError:
+                pass  # it ended at once: its end is reported when its first frame is read
+        return working
+
+
+def _stop(children: "list[subprocess.Popen[bytes]]") -> None:
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        for pipe in (child.stdin, child.stdout):
+            if pipe is not None and not pipe.closed:
+                try:
+                    pipe.close()
+                except BrokenPipeError:
+                    pass
 
 
 def _widen(pipe: IO[bytes]) -> None:
@@ -244,7 +281,10 @@ def serve() -> None:
 def _serve(jsonl: Any, quick_rows: Any, sdk: Any) -> None:
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     sys.stdout = sys.stderr  # nothing else may write into the frames
-    job = pickle.load(sys.stdin.buffer)
+    try:
+        job = pickle.load(sys.stdin.buffer)
+    except EOFError:  # stopped before it was sent a job (the importer found its input bad)
+        return
     try:
         try:
             cid = job["conversation_id"]

@@ -144,10 +144,30 @@ def count_files(path: Path) -> int:
     return len(_event_names(_folders(path)[1]))
 
 
+@dataclass
+class Listing:
+    """A conversation folder's event file names as listed, not judged yet (``judge``)."""
+
+    root: Path
+    events_dir: Path
+    names: list[str]
+
+
+def list_events(path: Path) -> Listing:
+    """``ImportFailed`` when ``path`` is no conversation folder (or its events folder)."""
+    root, events_dir = _folders(path)
+    return Listing(root, events_dir, _event_names(events_dir))
+
+
 def scan(path: Path) -> SdkFolder:
     """Judge a folder from its file names (and base_state.json) without reading any event."""
-    root, events_dir = _folders(path)
-    names = _event_names(events_dir)
+    return judge(list_events(path))
+
+
+def judge(listing: Listing) -> SdkFolder:
+    """The folder ``listing`` lists, its files in index order; ``ImportFailed`` naming a file
+    whose name the SDK does not write, an index used twice, or a gap."""
+    root, events_dir, names = listing.root, listing.events_dir, listing.names
     # Each name in the place its index says (no sort: a million names took 3 s with one);
     # a gap or a repeat leaves a place empty, and the sorted list below says where.
     files: list[str | None] = [None] * len(names)
