@@ -242,6 +242,16 @@ class DiskFull(StorageFault):
         super().__init__(f"{path}: the disk is full; {outcome}")
 
 
+class TemporaryFolderFull(DiskFull):
+    """SQLite's temporary folder filled up (where a large write keeps its journal and a bulk
+    load sorts its indexes' keys) while the database's own disk had room."""
+
+    def __init__(self, folder: str, path: str, outcome: str):
+        self.folder = folder
+        super().__init__(folder, f"SQLite keeps a large write's journal and a bulk load's sorts for {path} there "
+                                 f"(SQLITE_TMPDIR moves them); {outcome}")
+
+
 class ReadOnlyPlace(StorageFault):
     def __init__(self, path: str, reason: str, outcome: str):
         self.path = path

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import quote
 
-from .errors import DiskFull, OpenHandsMemoryError, ReadOnlyPlace, StorageFault
+from .errors import DiskFull, OpenHandsMemoryError, ReadOnlyPlace, StorageFault, TemporaryFolderFull
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # SQLite's primary result codes (an extended code keeps its primary one in the low byte).
@@ -71,7 +71,17 @@ def temp_folder() -> Path:
 def fault(error: BaseException, path: Path | str, outcome: str) -> StorageFault | None:
     """The library's error for a file-system fault behind ``error`` (None: not one).
     ``outcome`` says what became of the write: "nothing was written", ..."""
-    if isinstance(error, DiskFull) or is_disk_full(error, path):
+    if isinstance(error, TemporaryFolderFull):  # said again with this caller's outcome
+        return TemporaryFolderFull(error.folder, str(path), outcome)
+    if isinstance(error, DiskFull):
+        return DiskFull(str(path), outcome)
+    if is_disk_full(error, path):
+        # The file's own disk has room (its files still hold what they took): what filled up
+        # is where SQLite keeps a large write's journal or a bulk load's sorts, which it has
+        # removed by now.
+        temp = temp_folder()
+        if not low_on_space(Path(path)) and not _same_device(temp, Path(path).parent):
+            return TemporaryFolderFull(str(temp), str(path), outcome)
         return DiskFull(str(path), outcome)
     code = sqlite_code(error)
     refused = isinstance(error, OSError) and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
@@ -81,6 +91,13 @@ def fault(error: BaseException, path: Path | str, outcome: str) -> StorageFault 
             return None  # not a read-only place: SQLite's own words say more
         return ReadOnlyPlace(str(path), reason or "SQLite could not write to it", outcome)
     return None
+
+
+def _same_device(a: Path, b: Path) -> bool:
+    try:
+        return os.stat(a).st_dev == os.stat(b).st_dev
+    except OSError:
+        return True  # cannot tell: blame the file's own disk, as before
 
 
 def folder_writable(path: Path) -> bool:

@@ -301,6 +301,38 @@ def test_a_full_temporary_folder_fails_a_large_write_and_says_where(small_tmpfs,
     assert "is off" in run_cli("search-index", db).ok().stdout
 
 
+def write_many_small(path: Path, n: int) -> Path:
+    """``n`` short user messages: an import whose deferred indexes' keys outgrow one sort run."""
+    rnd = random.Random(5)
+    with path.open("w") as f:
+        for i in range(n):
+            f.write(json.dumps({
+                "id": str(uuid.UUID(int=rnd.getrandbits(128))), "timestamp": "2026-11-20T14:00:00",
+                "source": "user", "kind": "MessageEvent",
+                "llm_message": {"role": "user", "content": [{"type": "text", "text": f"m{i}"}]},
+            }) + "\n")
+    return path
+
+
+def test_a_full_temporary_folder_fails_an_import_whose_indexes_sort_there(small_tmpfs, tmp_path):
+    """The indexes a new file's import builds after its rows sort their keys in runs kept in
+    SQLite's temporary folder (``SqliteSession.build_indexes``): with that folder full, the
+    one line names it and SQLITE_TMPDIR, and no file is left; with room, the same import
+    works."""
+    source = write_many_small(tmp_path / "many.jsonl", 150_000)  # ~9 MB of (conversation, uid) keys
+    temp = small_tmpfs(40_000_000)
+    filler = fill(temp, 1_000_000)  # room for the small journals before, not for the sort
+    db = tmp_path / "a.db"
+    run = run_cli("import", db, source, "--no-search-index", env={"SQLITE_TMPDIR": str(temp)})
+    line = run.one_error_line()
+    assert f"{temp}: the disk is full" in line and "SQLITE_TMPDIR" in line and "nothing was written" in line, line
+    assert leftovers(tmp_path) == [] and not db.exists()
+    filler.unlink()
+    run_cli("import", db, source, "--no-search-index", env={"SQLITE_TMPDIR": str(temp)}).ok()
+    assert events_in(db) == 150_000
+    assert_healthy(db)
+
+
 # Asks for the writeback every 4 KB of payload, in batches of 8 events, and notes each request.
 WRITEBACK_EVERY_4_KB = '''
 import os
