@@ -244,15 +244,7 @@ def _read_in(folder: int, names: list[str], paths: list[str]) -> list[bytes | Im
             if k + AHEAD < len(names):
                 ahead.append(_open_advised(folder, names[k + AHEAD], paths[k + AHEAD]))
             fd = ahead.popleft()
-            if isinstance(fd, ImportFailed):
-                out.append(fd)
-                continue
-            try:
-                out.append(_read_open(fd, path))
-            except ImportFailed as e:
-                out.append(e)
-            finally:
-                os.close(fd)
+            out.append(fd if isinstance(fd, ImportFailed) else _read_closing(fd, path))
         return out
     finally:
         for fd in ahead:
@@ -283,28 +275,34 @@ def _cached(folder: int, names: list[str]) -> bool:
 
 
 def _read_one(folder: int, name: str, path: str) -> bytes | ImportFailed:
+    fd = _open(folder, name, path)
+    return fd if isinstance(fd, ImportFailed) else _read_closing(fd, path)
+
+
+def _open_advised(folder: int, name: str, path: str) -> int | ImportFailed:
+    fd = _open(folder, name, path)
+    if not isinstance(fd, ImportFailed):
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+        except (OSError, AttributeError):  # advice only (no such call on macOS)
+            pass
+    return fd
+
+
+def _open(folder: int, name: str, path: str) -> int | ImportFailed:
     try:
-        fd = open_nonblocking(path, name=name, dir_fd=folder)
+        return open_nonblocking(path, name=name, dir_fd=folder)
     except ImportFailed as e:
         return e
+
+
+def _read_closing(fd: int, path: str) -> bytes | ImportFailed:
     try:
         return _read_open(fd, path)
     except ImportFailed as e:
         return e
     finally:
         os.close(fd)
-
-
-def _open_advised(folder: int, name: str, path: str) -> int | ImportFailed:
-    try:
-        fd = open_nonblocking(path, name=name, dir_fd=folder)
-    except ImportFailed as e:
-        return e
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-    except (OSError, AttributeError):  # advice only (no such call on macOS)
-        pass
-    return fd
 
 
 def _read_open(fd: int, path: str) -> bytes:
