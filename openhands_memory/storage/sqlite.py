@@ -63,7 +63,7 @@ class SqliteSession(Session):
         # no larger than the page cache, which the threads sort side by side: with the
         # cache at 8 MB, a million SDK events' two deferred indexes took 1.2 s, against 2.7
         # in one 64 MB run (the runs go to sqlite_file.temp_folder(), unlinked as they are
-        # opened; a full folder there fails the write, which says so: ``writing``). The
+        # opened; a full folder there fails the write, which names it: ``sqlite_file.fault``). The
         # settings are changed inside the load's transaction, which uses no temporary table.
         if not statements:
             return
