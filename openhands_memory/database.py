@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 #: commit), and never synced (``sqlite_file.seal`` syncs the file once, before it is
 #: published, and switches it to WAL). A transaction still rolls back as in WAL.
 Durability = Literal["normal", "full", "scratch", "build"]
-SQLITE_MAGIC = sqlite_file.SQLITE_MAGIC
 OUR_TABLES = frozenset({"conversation", "event", "condensation", "forgotten_range"})
 BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 16_384
@@ -230,11 +229,13 @@ def inspect_sqlite_file(path: Path) -> FileState:
         raise NotOurDatabase(str(path), "it is not a regular file")
     if not path.exists() or path.stat().st_size == 0:
         return FileState(exists=path.exists(), revision=None)
-    with path.open("rb") as f:
-        header = f.read(20)
-    if header[:16] != SQLITE_MAGIC:
-        raise NotOurDatabase(str(path), "it is not an SQLite file")
     before = sqlite_file.companions(path)
+    try:
+        # Read by SQLite, never by a descriptor of ours (``has_sqlite_header`` says why).
+        if not sqlite_file.has_sqlite_header(path):
+            raise NotOurDatabase(str(path), "it is not an SQLite file")
+    except sqlite3.Error as e:
+        raise opening_fault(e, path) or NotOurDatabase(str(path), f"SQLite cannot read it: {e}") from None
     conn = connect_readonly(path)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}

@@ -22,12 +22,14 @@ from urllib.parse import quote
 
 from .errors import DiskFull, OpenHandsMemoryError, ReadOnlyPlace, StorageFault, TemporaryFolderFull
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
+#: SQLite's smallest page: a database that holds anything is at least one page long.
+MIN_PAGE_SIZE = 512
 # SQLite's primary result codes (an extended code keeps its primary one in the low byte).
 SQLITE_READONLY = 8
 SQLITE_IOERR = 10
 SQLITE_FULL = 13
 SQLITE_CANTOPEN = 14
+SQLITE_NOTADB = 26
 _SEAL_BUSY_MS = 5_000  # a built file has no other connection; this only bounds a surprise
 
 
@@ -136,6 +138,33 @@ def broken_link(path: Path) -> str | None:
         return None  # other errors are told where the file is opened
 
 
+def has_sqlite_header(path: Path) -> bool:
+    """Whether the non-empty file ``path`` starts with SQLite's header, read by SQLite itself.
+
+    Never through a descriptor of our own: on POSIX, closing *any* descriptor of a file drops
+    every lock the process holds on it, the shared lock by which SQLite's open connections
+    tell other processes that the WAL is in use among them; the next process to close the
+    file would then delete a WAL still being written (SQLite's "How To Corrupt An SQLite
+    Database File", 2.2). SQLite's own descriptors know of each other: one closed while
+    another connection of the process holds a lock is kept open until that lock goes.
+    ``immutable``: no lock, no journal or WAL is read or rolled back (a foreign file beside a
+    stray -journal is never written to). A file shorter than SQLite's smallest page is no
+    database, and SQLite would take it for an empty one, so it is judged by its size.
+    Raises ``sqlite3.Error`` for what stops SQLite from reading the file at all."""
+    if path.stat().st_size < MIN_PAGE_SIZE:
+        return False
+    conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()  # reads the header (page 1)
+    except sqlite3.DatabaseError as e:
+        if sqlite_code(e) == SQLITE_NOTADB:
+            return False
+        raise
+    finally:
+        conn.close()
+    return True
+
+
 def wal_of(path: Path) -> Path:
     return Path(f"{path}-wal")
 
@@ -207,9 +236,8 @@ def seal(built: Path, label: Path, expected: Contents | None = None) -> None:
         wal = wal_of(built)
         if wal.exists() and wal.stat().st_size:
             raise StorageFault(f"{label}: the new file's WAL could not be emptied into it; {nothing}")
-        with built.open("rb") as f:
-            if f.read(16) != SQLITE_MAGIC:
-                raise StorageFault(f"{label}: the new file has no SQLite header; {nothing}")
+        if not has_sqlite_header(built):
+            raise StorageFault(f"{label}: the new file has no SQLite header; {nothing}")
         alone = sqlite3.connect(f"file:{quote(str(built.resolve()))}?immutable=1", uri=True)
         try:
             found = [r[0] for r in alone.execute("PRAGMA quick_check")]
@@ -250,26 +278,39 @@ def _sync_file_range() -> "Callable[[int, int, int, int], int] | None":
     return call
 
 
-def start_writeback(path: Path) -> None:
-    """Ask the kernel to start writing ``path``'s dirty pages to the disk, without waiting
-    for them or dropping them from the page cache; a no-op where that cannot be asked.
+class Writeback:
+    """Asks the kernel to start writing a file's dirty pages to the disk, without waiting for
+    them or dropping them from the page cache; a no-op where that cannot be asked.
 
     A file being built is written far faster than the kernel writes it back on its own: it
     starts only once some 10 % of the machine's memory is dirty, and from then on each page
     SQLite writes cost it about twice the CPU (1.8M SDK rows into a new file: 5.9 us a row
     until 2 GB were dirty, 10.8 after; handed to the disk every 256 MB, 5.9 throughout).
-    Advice only: nothing is promised durable by it (``seal`` syncs the file)."""
-    call = _sync_file_range()
-    if call is None:
-        return
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        call(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
-    finally:
-        os.close(fd)
+    Advice only: nothing is promised durable by it (``seal`` syncs the file).
+
+    One descriptor, opened at the first ``start`` and closed by ``close`` once the SQLite
+    connection on the file is closed: closing a descriptor while SQLite holds a lock on the
+    file would drop the lock (``has_sqlite_header``)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd: int | None = None
+
+    def start(self) -> None:
+        call = _sync_file_range()
+        if call is None:
+            return
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except OSError:
+                return
+        call(self._fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def fsync(path: Path) -> None:

@@ -373,13 +373,13 @@ def test_a_new_files_pages_are_handed_to_the_disk_as_rows_come_in(tmp_path, monk
     from openhands_memory.storage import sqlite as sqlite_storage
 
     asked: list[str] = []
-    start_writeback = sqlite_file.start_writeback
+    start = sqlite_file.Writeback.start
 
-    def spy(path: Path) -> None:
-        asked.append(Path(path).name)
-        start_writeback(path)  # the real call, on the real file
+    def spy(writeback: sqlite_file.Writeback) -> None:
+        asked.append(writeback.path.name)
+        start(writeback)  # the real call, on the real file
 
-    monkeypatch.setattr(sqlite_file, "start_writeback", spy)
+    monkeypatch.setattr(sqlite_file.Writeback, "start", spy)
     monkeypatch.setattr(sqlite_storage, "WRITEBACK_BYTES", 4096)
     path = long_jsonl(tmp_path)
     run("import", tmp_path / "new.db", path, "-c", "c")
@@ -398,9 +398,14 @@ def test_writeback_leaves_a_file_as_it_was_and_a_missing_one_alone(tmp_path):
     data = os.urandom(1 << 20)
     target = tmp_path / "f.bin"
     target.write_bytes(data)
-    sqlite_file.start_writeback(target)
+    writeback = sqlite_file.Writeback(target)
+    writeback.start()
+    writeback.start()  # the same descriptor, kept until close
+    writeback.close()
     assert target.read_bytes() == data
-    sqlite_file.start_writeback(tmp_path / "missing.bin")  # advice only: nothing to say
+    missing = sqlite_file.Writeback(tmp_path / "missing.bin")
+    missing.start()  # advice only: nothing to say
+    missing.close()
 
 
 def _check_parents_one_by_one(batch: list, seen: set | None) -> set | None:

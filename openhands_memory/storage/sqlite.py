@@ -32,7 +32,7 @@ ONCE_CACHE_KIB = 2048
 
 
 #: A new file's written pages are handed to the disk each time this many payload bytes have
-#: been inserted (``sqlite_file.start_writeback``).
+#: been inserted (``sqlite_file.Writeback``).
 WRITEBACK_BYTES = 256 << 20
 
 #: The worker threads, and the page cache (KiB), with which indexes built after a bulk load
@@ -42,7 +42,7 @@ SORT_CACHE_KIB = 8192
 
 
 class SqliteSession(Session):
-    def __init__(self, conn: sqlite3.Connection, writeback: Path | None = None):
+    def __init__(self, conn: sqlite3.Connection, writeback: sqlite_file.Writeback | None = None):
         super().__init__(conn)
         # A file being built (durability "build"): its pages are handed to the disk as rows
         # come in, not left to pile up in the page cache.
@@ -55,7 +55,7 @@ class SqliteSession(Session):
             self._unwritten += sum(len(row[-1]) for row in rows)
             if self._unwritten >= WRITEBACK_BYTES:
                 self._unwritten = 0
-                sqlite_file.start_writeback(self._writeback)
+                self._writeback.start()
 
     def build_indexes(self, statements: Sequence[str]) -> None:
         # SQLite sorts an index's keys with worker threads only when its temporary files are
@@ -126,7 +126,8 @@ class SqliteRecorder(Recorder):
         # Read-only: a query-only connection that is safe beside writers and leaves no files
         # behind (see database.connect_readonly).
         self.conn = database.connect_readonly(path) if readonly else database.connect(path, durability)
-        self._session = SqliteSession(self.conn, path if durability == "build" else None)
+        self._writeback = sqlite_file.Writeback(path) if durability == "build" else None
+        self._session = SqliteSession(self.conn, self._writeback)
 
     def session(self) -> Session:
         return self._session
@@ -190,6 +191,8 @@ class SqliteRecorder(Recorder):
                     sqlite_file.checkpoint(self.conn, self.path)
             finally:
                 self.conn.close()
+                if self._writeback is not None:  # only now: its descriptor's close drops locks
+                    self._writeback.close()
 
 
 # --- read-only queries --------------------------------------------------------------------

@@ -341,13 +341,13 @@ from openhands_memory.io import importer
 from openhands_memory.storage import sqlite as storage
 
 storage.WRITEBACK_BYTES = 4096
-_import_path, _start = importer.import_path, sqlite_file.start_writeback
+_import_path, _start = importer.import_path, sqlite_file.Writeback.start
 importer.import_path = lambda *a, **k: _import_path(*a, **{**k, "chunk": 8})
-def start_writeback(path):
+def start(self):
     with open(os.environ["OHM_TEST_WRITEBACKS"], "a") as f:
-        f.write(str(path) + "\\n")
-    _start(path)
-sqlite_file.start_writeback = start_writeback
+        f.write(str(self.path) + "\\n")
+    _start(self)
+sqlite_file.Writeback.start = start
 '''
 
 
