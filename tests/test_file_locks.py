@@ -178,7 +178,7 @@ def commands(db: Path, tmp: Path) -> list[list[str]]:
         ["append", db, "c", str(lines)], ["view", db, "c"], ["history", db, "c"],
         ["import", db, str(lines), "-c", "imported"], ["export", db, "c", "-o", str(tmp / "c.jsonl")],
         ["branches", db, "c"], ["navigate", db, "c", "3"], ["fork", db, "c", "--as", "forked"],
-        ["condense", db, "c", "-t", "llm", "-s", "max_size=4", "-s", "keep_first=1"],
+        ["condense", db, "c", "-t", "llm", "-s", "max_size=6", "-s", "keep_first=1"],
         ["request-condensation", db, "c"], ["pin", db, "c", "1"], ["pins", db, "c"],
         ["unpin", db, "c", "1"], ["replay", db, "c"], ["search", db, "c", "hello", "--all"],
         ["show", db, "c", "0"], ["search-index", db, "off"], ["search-index", db, "on"],
