@@ -230,7 +230,7 @@ def test_view(demo_db):
     mid = json.loads(run("view", demo_db, "demo", "--at", 30, "--json").output)
     assert {d["property"] for d in mid["dropped"]} == {"tool_call_matching", "tool_loop_atomicity"}
     assert "left out because tool call matching requires it: 30" in run("view", demo_db, "demo", "--at", 30).output
-    assert "has events 0.." in run("view", demo_db, "demo", "--at", 99999, code=2).output
+    assert "has events 0.." in run("view", demo_db, "demo", "--at", 99999, code=1).output
     assert run("view", demo_db, "nobody", code=1).output == "Error: no conversation with id 'nobody' in this database\n"
 
 
@@ -327,7 +327,7 @@ def test_old_schema_is_refused_until_migrated(old_db):
     assert json.loads(run("conversations", old_db, "--json").output)[0]["id"] == "c"
     assert "nothing to do" in run("migrate", old_db).output
     run("migrate", old_db, "--downgrade", code=2)
-    run("migrate", old_db, "--revision", "9999", code=2)
+    run("migrate", old_db, "--revision", "9999", code=1)
     out = run("migrate", old_db, "--downgrade", "--revision", old).output
     assert f"downgraded {old_db}: {migrate.HEAD} -> {old}" in out
     run("conversations", old_db, code=1)
@@ -511,7 +511,7 @@ def test_condense_with_type_settings_and_config(demo_copy, tmp_path):
     assert report["condensed"] and report["strategy"] == "llm" and "tokens" in report["reason"]
     assert report["token_counter"] == "chars/4" and report["tokens_before"] > report["tokens_after"]
     assert "is not a setting of type 'amortized'" in run("condense", demo_copy, "demo", "-t", "amortized", "-s", "bogus=1", code=1).output
-    assert "not key=value" in run("condense", demo_copy, "demo", "-t", "amortized", "-s", "oops", code=2).output
+    assert "not key=value" in run("condense", demo_copy, "demo", "-t", "amortized", "-s", "oops", code=1).output
     run("condense", demo_copy, "demo", "-c", config, "-t", "noop", code=2)
     assert "not a condenser type" in run("condense", demo_copy, "demo", "-t", "magic", code=1).output
 

@@ -232,9 +232,9 @@ def test_on_a_terminal_the_match_is_highlighted_not_marked(db, monkeypatch):
 def test_search_refusals(db):
     assert "give --all or --visible, not both" in refused(db, "search", db, CID, "x", "--all", "--visible",
                                                           code=2)
-    assert "not a searched kind" in refused(db, "search", db, CID, "x", "--kind", "bogus", code=2)
-    assert "not an ISO date" in refused(db, "search", db, CID, "x", "--before", "yesterday", code=2)
-    refused(db, "search", db, CID, "x", "--limit", 0, code=2)
+    assert "not a searched kind" in refused(db, "search", db, CID, "x", "--kind", "bogus", code=1)
+    assert "not an ISO date" in refused(db, "search", db, CID, "x", "--before", "yesterday", code=1)
+    assert "--limit': '0' is not a whole number from 1" in refused(db, "search", db, CID, "x", "--limit", 0)
     assert "the query is empty" in refused(db, "search", db, CID, "  ")
     assert "no conversation" in refused(db, "search", db, "nope", "KeyError")
 
@@ -308,7 +308,7 @@ def test_show_says_when_the_text_is_cut(db):
 def test_show_of_an_unknown_event_is_one_error_line(db):
     out = refused(db, "show", db, CID, 999)
     assert out == f"Error: conversation '{CID}' has no event 999\n"
-    refused(db, "show", db, CID, RESULT, "--window", -1, code=2)
+    refused(db, "show", db, CID, RESULT, "--window", -1)
     refused(db, "show", db, "nope", 1)
 
 

@@ -3,7 +3,9 @@
 
 Commands live in ``commands_*.py`` and are imported only when run, so ``--help`` and short
 commands start without loading what they do not use. Errors the user can act on end the
-command with a one-line message and exit status 1; usage errors exit with 2.
+command with a one-line message and exit status 1, a value an argument cannot take included
+(``params.py``); a command line of the wrong shape (an unknown option, a missing argument,
+options that exclude each other) is a usage error, exit status 2.
 """
 
 from __future__ import annotations
@@ -148,6 +150,12 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.BadParameter as exc:
+            if isinstance(exc, click.MissingParameter):  # the command line's shape: usage, exit 2
+                raise
+            # A value the argument cannot take (cli/params.py, a choice, a range): one line,
+            # exit 1, as any bad input; nothing was opened yet.
+            raise UserError(" ".join(exc.format_message().split())) from None
         except (click.UsageError, UserError, click.exceptions.Exit, click.Abort, BrokenPipeError):
             raise
         except click.ClickException as exc:

@@ -15,6 +15,7 @@ from .describe import preview
 from . import UserError
 from ..condensers.llm_base import PREVIEW_SUMMARY
 from .output import echo_json, echo_pairs, id_runs, number, one_line, say
+from .params import TEXT, path
 
 
 def _value(text: str) -> Any:
@@ -66,16 +67,16 @@ def build_condenser(config: Path | None, name: str | None, kind: str | None, pai
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.option("-c", "--config", type=click.Path(dir_okay=False, path_type=Path),
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.option("-c", "--config", type=path(dir_okay=False, path_type=Path),
               help="An OpenHands-style config.toml with a [condenser] section.")
-@click.option("-n", "--name", help="Use [condenser.NAME] of --config.")
-@click.option("-t", "--type", "kind", metavar="TYPE",
+@click.option("-n", "--name", type=TEXT, help="Use [condenser.NAME] of --config.")
+@click.option("-t", "--type", "kind", metavar="TYPE", type=TEXT,
               help="A condenser type: noop, observation_masking, browser_output_masking, recent, amortized, "
                    "conversation_window, llm, structured, llm_attention, pipeline (or an alias such as "
                    "recent_events).")
-@click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE",
+@click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE", type=TEXT,
               help="A setting of --type (repeatable), e.g. --set max_size=80 --set llm_config.model=gpt-4o-mini.")
 @click.option("--dry-run", is_flag=True, help="Show what would be forgotten; write nothing, call no model.")
 @click.option("--with-summary", is_flag=True,
@@ -256,8 +257,8 @@ def _echo(report: dict[str, Any], label: str) -> None:
 
 
 @click.command("request-condensation")
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
 @output_format("text", "json", default="text")
 def request_condensation(db: str, conversation: str, fmt: str) -> None:
     """Append a CondensationRequest to CONV: the next condense (or agent step) must condense.

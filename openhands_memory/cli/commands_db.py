@@ -10,12 +10,13 @@ import click
 from . import output_format
 from .opening import is_url, open_reader, shown, writing_store
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number, progress_bar
+from .params import TEXT
 
 # --- init ------------------------------------------------------------------------------------
 
 
 @click.command()
-@click.argument("db")
+@click.argument("db", type=TEXT)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def init(db: str, as_json: bool) -> None:
     """Create the database file DB at the current schema revision.
@@ -67,8 +68,8 @@ def _descriptions() -> dict[str, str]:
 
 
 @click.command()
-@click.argument("db")
-@click.option("-r", "--revision", help="Target revision (default: the newest). With --downgrade: required; 'base' removes every table.")
+@click.argument("db", type=TEXT)
+@click.option("-r", "--revision", type=TEXT, help="Target revision (default: the newest). With --downgrade: required; 'base' removes every table.")
 @click.option("--downgrade", is_flag=True, help="Go back to an older revision.")
 @click.option("--dry-run", is_flag=True, help="Show the revisions that would run; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
@@ -179,7 +180,7 @@ def _when(timestamp: str | None) -> str:
 
 
 @click.command()
-@click.argument("db")
+@click.argument("db", type=TEXT)
 @output_format("table", "json", "csv")
 def conversations(db: str, fmt: str) -> None:
     """List DB's conversations.
@@ -255,8 +256,8 @@ def echo_stats(title: str, stats: dict[str, Any]) -> None:
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="[CONV]", required=False)
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="[CONV]", required=False, type=TEXT)
 @output_format("table", "json")
 def stats(db: str, conversation: str | None, fmt: str) -> None:
     """Events, visible events, tokens, condensations by strategy and reason, and what the

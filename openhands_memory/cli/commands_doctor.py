@@ -11,6 +11,7 @@ from ..inspection import doctor as checks
 from . import output_format
 from .opening import open_reader, open_store, shown
 from .output import echo_json, progress_bar
+from .params import TEXT, number
 
 
 def run_check(store, full: bool, min_age: float) -> checks.Report:
@@ -23,11 +24,11 @@ def run_check(store, full: bool, min_age: float) -> checks.Report:
 
 
 @click.command()
-@click.argument("db")
+@click.argument("db", type=TEXT)
 @click.option("--full", is_flag=True,
               help="Check everything over the whole history (the file, every tool call and condensation).")
 @click.option("--fix", is_flag=True, help="Repair what can be repaired, in one transaction.")
-@click.option("--min-age", type=click.FloatRange(min=0), default=checks.DEFAULT_MIN_AGE, show_default=True,
+@click.option("--min-age", type=number(0), default=checks.DEFAULT_MIN_AGE, show_default=True,
               metavar="SECONDS",
               help="Answer a dangling call of a conversation's newest batch only once it is this old: until then "
                    "its tool may still be running. 0: every dangling call (no agent is running).")

@@ -19,14 +19,15 @@ from .opening import conversation as open_conversation
 from .opening import judge, open_reader, shown, writing_store
 from .. import ranges
 from .output import Column, Table, echo_csv, echo_json, id_runs, note, one_line, term_width
+from .params import EVENT_ID, TEXT, event_in
 
 # --- append ----------------------------------------------------------------------------------
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.argument("file", required=False)
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.argument("file", required=False, type=TEXT)
 @click.option("--create", is_flag=True, help="Create DB and the conversation if they do not exist yet.")
 @output_format("text", "json", default="text")
 def append(db: str, conversation: str, file: str | None, create: bool, fmt: str) -> None:
@@ -190,10 +191,10 @@ def echo_view(conversation_id: str, v: Any, historical: bool = False, empty_head
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.option("--at", type=int, metavar="N", help="The view as it was right after event N.")
-@click.option("--head", type=int, metavar="N",
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.option("--at", type=EVENT_ID, metavar="N", help="The view as it was right after event N.")
+@click.option("--head", type=EVENT_ID, metavar="N",
               help="The view of the branch ending at event N (as HEAD at N would give it).")
 @output_format("table", "json", "messages")
 def view(db: str, conversation: str, at: int | None, head: int | None, fmt: str) -> None:
@@ -217,10 +218,7 @@ def view(db: str, conversation: str, at: int | None, head: int | None, fmt: str)
     conv = open_conversation(store, conversation)
     last = len(conv) - 1
     for value, hint in ((at, "--at"), (head, "--head")):
-        if value is not None and not 0 <= value <= last:
-            raise click.BadParameter(
-                f"{conv.id} has events 0..{last}" if last >= 0 else f"{conv.id} has no events", param_hint=hint
-            )
+        event_in(value, last, conv.id, hint)
     v = conv.view(at=at) if head is None else conv.view(head=head)
     if fmt == "json":
         echo_json(view_json(v))
@@ -277,10 +275,10 @@ def history_rows(store: "EventStore", cid: str, start: int, stop: int | None,
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.option("--from", "start", type=int, default=0, metavar="N", help="First event id to show.")
-@click.option("--to", "stop", type=int, default=None, metavar="N", help="Last event id to show.")
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.option("--from", "start", type=EVENT_ID, default=0, metavar="N", help="First event id to show.")
+@click.option("--to", "stop", type=EVENT_ID, default=None, metavar="N", help="Last event id to show.")
 @output_format("table", "json", "csv")
 def history(db: str, conversation: str, start: int, stop: int | None, fmt: str) -> None:
     """Every event of CONV, forgotten or not.

@@ -12,6 +12,7 @@ from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_reader
 from .output import echo_json, note
+from .params import TEXT, path
 
 FORMAT_NAMES = {
     "openhands": "OpenHands SDK folder",
@@ -23,9 +24,9 @@ PROGRESS_MIN = 5000  # smaller imports finish before a bar is worth drawing
 
 
 @click.command("import")
-@click.argument("db")
-@click.argument("path", type=click.Path(path_type=Path))
-@click.option("-c", "--conversation", "conversation_id", metavar="ID",
+@click.argument("db", type=TEXT)
+@click.argument("path", type=path(path_type=Path))
+@click.option("-c", "--conversation", "conversation_id", metavar="ID", type=TEXT,
               help="Id of the new conversation (default: base_state.json's id, else the folder or file name).")
 @click.option("--no-search-index", "no_index", is_flag=True,
               help="Create DB without the search index (a new DB, or one whose index is off): several "
@@ -94,11 +95,11 @@ def import_(db: str, path: Path, conversation_id: str | None, no_index: bool, fm
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
 @click.option("-f", "--format", "fmt", type=click.Choice(["jsonl", "openhands"]), default="jsonl", show_default=True,
               help="jsonl: one event a line; openhands: an SDK conversation folder.")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
+@click.option("-o", "--output", type=path(path_type=Path),
               help="Where to write (jsonl: a file, default stdout; openhands: a new folder, default ./CONV).")
 @click.option("--force", is_flag=True, help="jsonl: overwrite an existing file.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON (needs -o for jsonl).")

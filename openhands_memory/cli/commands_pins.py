@@ -16,6 +16,7 @@ from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_reader, writing_store
 from .output import Column, Table, echo_json, say
+from .params import EVENT_ID, TEXT, count, event_in
 
 if TYPE_CHECKING:
     from ..view import View
@@ -43,14 +44,14 @@ def shown_as(view: "View") -> dict[int, str]:
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.argument("seq", type=int, metavar="SEQ")
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.argument("seq", type=EVENT_ID, metavar="SEQ")
 @click.option("-m", "--mode", type=click.Choice(["keep", "reinject"]), default="keep", show_default=True,
               help="keep: never forgotten; reinject: shown again after the summary once forgotten.")
-@click.option("-l", "--label", metavar="TEXT", help="A name for the pin (shown with it).")
-@click.option("-g", "--group", metavar="NAME", help="A newer pin in the same group replaces the older one.")
-@click.option("--budget", type=int, metavar="TOKENS",
+@click.option("-l", "--label", metavar="TEXT", type=TEXT, help="A name for the pin (shown with it).")
+@click.option("-g", "--group", metavar="NAME", type=TEXT, help="A newer pin in the same group replaces the older one.")
+@click.option("--budget", type=count(0), metavar="TOKENS",
               help="Refuse the pin if all pinned events would take more tokens than this.")
 @output_format("text", "json", default="text")
 def pin(db: str, conversation: str, seq: int, mode: str, label: str | None, group: str | None,
@@ -68,8 +69,6 @@ def pin(db: str, conversation: str, seq: int, mode: str, label: str | None, grou
       openhands-memory pin agent.db fix-bug 12
       openhands-memory pin agent.db fix-bug 31 --mode reinject --label plan
     """
-    if budget is not None and budget < 0:
-        raise click.BadParameter(f"{budget} is below 0", param_hint="--budget")
     with writing_store(db) as store:
         conv = open_conversation(store, conversation)
         at = conv.pin(seq, mode, label=label, group=group, budget=budget)  # type: ignore[arg-type]
@@ -83,9 +82,9 @@ def pin(db: str, conversation: str, seq: int, mode: str, label: str | None, grou
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.argument("seq", type=int, metavar="SEQ")
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.argument("seq", type=EVENT_ID, metavar="SEQ")
 @output_format("text", "json", default="text")
 def unpin(db: str, conversation: str, seq: int, fmt: str) -> None:
     """Unpin event SEQ of CONV: later condensations may forget it again.
@@ -107,9 +106,9 @@ def unpin(db: str, conversation: str, seq: int, fmt: str) -> None:
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.option("--at", type=int, metavar="N", help="The pins in force right after event N.")
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.option("--at", type=EVENT_ID, metavar="N", help="The pins in force right after event N.")
 @output_format("table", "json")
 def pins(db: str, conversation: str, at: int | None, fmt: str) -> None:
     """The pins in force in CONV (on HEAD's branch, or right after event --at N).
@@ -127,10 +126,7 @@ def pins(db: str, conversation: str, at: int | None, fmt: str) -> None:
     store = open_reader(db)
     conv = open_conversation(store, conversation)
     last = len(conv) - 1
-    if at is not None and not 0 <= at <= last:
-        raise click.BadParameter(
-            f"{conv.id} has events 0..{last}" if last >= 0 else f"{conv.id} has no events", param_hint="--at"
-        )
+    event_in(at, last, conv.id, "--at")
     v = conv.view(at=at)
     shown = shown_as(v)
     found = list(v.pins)

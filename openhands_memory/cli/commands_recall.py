@@ -21,6 +21,7 @@ from .describe import KIND_LABELS, kind_label
 from .opening import conversation as open_conversation
 from .opening import open_reader
 from .output import _unicode_ok, cut, echo_json, one_line, say, term_width
+from .params import EVENT_ID, TEXT, count
 
 if TYPE_CHECKING:
     from ..conversation.recall import Hit, Recalled
@@ -155,18 +156,18 @@ def echo_hits(hits: Sequence["Hit"], width: int) -> None:
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.argument("query", metavar="QUERY")
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.argument("query", metavar="QUERY", type=TEXT)
 @click.option("--all", "everywhere", is_flag=True, help="Search the whole branch, events in view too.")
 @click.option("--visible", is_flag=True, help="Search only the events the model sees now.")
-@click.option("--kind", "kinds", multiple=True, metavar="KIND", callback=_kinds,
+@click.option("--kind", "kinds", multiple=True, metavar="KIND", type=TEXT, callback=_kinds,
               help="Only events of this kind (message, action, observation, error, ...); repeatable.")
-@click.option("--tool", "tools", multiple=True, metavar="NAME",
+@click.option("--tool", "tools", multiple=True, metavar="NAME", type=TEXT,
               help="Only the calls and results of this tool (terminal, ...); repeatable.")
-@click.option("--before", metavar="ISO", callback=_timestamp, help="Only events before this time.")
-@click.option("--after", metavar="ISO", callback=_timestamp, help="Only events after this time.")
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=10, metavar="N", show_default=True,
+@click.option("--before", metavar="ISO", type=TEXT, callback=_timestamp, help="Only events before this time.")
+@click.option("--after", metavar="ISO", type=TEXT, callback=_timestamp, help="Only events after this time.")
+@click.option("-n", "--limit", type=count(1), default=10, metavar="N", show_default=True,
               help="At most this many hits, the best first.")
 @output_format("text", "json", default="text")
 def search(db: str, conversation: str, query: str, everywhere: bool, visible: bool, kinds: tuple[str, ...],
@@ -259,12 +260,12 @@ def joined(parts: Sequence[str], width: int, sep: str = " · ", indent: str = " 
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.argument("seq", type=int, metavar="SEQ")
-@click.option("-w", "--window", type=click.IntRange(min=0), default=2, metavar="N", show_default=True,
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.argument("seq", type=EVENT_ID, metavar="SEQ")
+@click.option("-w", "--window", type=count(0), default=2, metavar="N", show_default=True,
               help="How many neighbour ids to list each side, to scroll with.")
-@click.option("--max-chars", type=click.IntRange(min=1), default=4000, metavar="N", show_default=True,
+@click.option("--max-chars", type=count(1), default=4000, metavar="N", show_default=True,
               help="Cut the text to this many characters (its head and tail kept).")
 @output_format("text", "json", default="text")
 def show(db: str, conversation: str, seq: int, window: int, max_chars: int, fmt: str) -> None:
@@ -297,7 +298,7 @@ def show(db: str, conversation: str, seq: int, window: int, max_chars: int, fmt:
 
 
 @click.command("search-index")
-@click.argument("db")
+@click.argument("db", type=TEXT)
 @click.argument("state", required=False, type=click.Choice(["on", "off"]))
 @output_format("text", "json", default="text")
 def search_index(db: str, state: str | None, fmt: str) -> None:

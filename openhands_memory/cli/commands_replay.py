@@ -18,6 +18,7 @@ from .commands_condense import build_condenser, llm_condensers
 from .opening import conversation as open_conversation
 from .opening import open_reader, open_store, shown
 from .output import Column, Table, progress_bar, say
+from .params import TEXT, number, path
 
 if TYPE_CHECKING:
     from ..replay.report import Prices, Replay, ReplaySet
@@ -81,33 +82,33 @@ def _counter(tokenizer: str | None, model: str | None) -> Any:
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversations", metavar="[CONV]...", nargs=-1)
+@click.argument("db", type=TEXT)
+@click.argument("conversations", metavar="[CONV]...", nargs=-1, type=TEXT)
 @click.option("--all", "every", is_flag=True, help="Replay every conversation of DB (sums at the end).")
-@click.option("-c", "--config", "configs", multiple=True, metavar="FILE[:NAME]",
+@click.option("-c", "--config", "configs", multiple=True, metavar="FILE[:NAME]", type=TEXT,
               help="A strategy: the [condenser] (or [condenser.NAME]) section of an OpenHands-style "
                    "config.toml (repeatable).")
-@click.option("-t", "--type", "types", multiple=True, metavar="TYPE[,KEY=VALUE...]",
+@click.option("-t", "--type", "types", multiple=True, metavar="TYPE[,KEY=VALUE...]", type=TEXT,
               help="A strategy by type and settings (repeatable), e.g. observation_masking,attention_window=50. "
                    "Without --config or --type: noop, observation_masking and llm (as none, masking, summary).")
-@click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE",
+@click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE", type=TEXT,
               help="A setting of the one --type (repeatable), as in condense.")
-@click.option("--model", help="Price the calls as this model (litellm's price map) and count tokens with its "
+@click.option("--model", type=TEXT, help="Price the calls as this model (litellm's price map) and count tokens with its "
                               "tokenizer.")
-@click.option("--tokenizer", help="Count tokens with this model's tokenizer, or chars/4 (the default without "
+@click.option("--tokenizer", type=TEXT, help="Count tokens with this model's tokenizer, or chars/4 (the default without "
                                   "--model).")
-@click.option("--llm", "llm_model", metavar="MODEL",
+@click.option("--llm", "llm_model", metavar="MODEL", type=TEXT,
               help="Summaries written by this model through litellm (key and base URL from "
                    "OPENHANDS_MEMORY_LLM_API_BASE / _API_KEY), not the offline summarizer; replies are kept "
                    "in --scratch.")
-@click.option("--max-cost", type=click.FloatRange(min=0), default=1.0, show_default=True,
+@click.option("--max-cost", type=number(0), default=1.0, show_default=True,
               help="With --llm: USD the summary calls may spend before the replay stops.")
-@click.option("--scratch", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--scratch", type=path(dir_okay=False, path_type=Path),
               help="The scratch database (kept). Default with --llm: ~/.cache/openhands-memory/replay.db; "
                    "otherwise a throwaway one.")
-@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--html", "html_file", type=path(dir_okay=False, path_type=Path),
               help="Also write one self-contained HTML page: input tokens per call, per strategy.")
-@click.option("--svg", "svg_file", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--svg", "svg_file", type=path(dir_okay=False, path_type=Path),
               help="Also write the chart alone as an SVG image (of the first conversation).")
 @output_format("table", "json", default="table")
 def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[str, ...], types: tuple[str, ...],

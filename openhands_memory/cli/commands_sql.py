@@ -9,17 +9,19 @@ from ..errors import MultipleStatements, QueryTimeout
 from . import output_format
 from .opening import is_url, judge
 from .output import Column, Table, echo_csv, echo_json, note
+from .params import TEXT, count, number
 
 DEFAULT_TIMEOUT = 30.0  # seconds
 DEFAULT_MAX_ROWS = 10_000
+MAX_TIMEOUT = 2_147_483.0  # seconds: PostgreSQL's statement_timeout holds at most 2^31-1 ms
 
 
 @click.command()
-@click.argument("db")
-@click.argument("query")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT,
+@click.argument("db", type=TEXT)
+@click.argument("query", type=TEXT)
+@click.option("--timeout", type=number(0, open=True, high=MAX_TIMEOUT), default=DEFAULT_TIMEOUT,
               show_default=True, metavar="SECONDS", help="Stop the query after this long.")
-@click.option("--max-rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS, show_default=True,
+@click.option("--max-rows", type=count(1), default=DEFAULT_MAX_ROWS, show_default=True,
               metavar="N", help="Print at most N rows (a note says when there were more).")
 @output_format("table", "csv", "json")
 def sql(db: str, query: str, timeout: float, max_rows: int, fmt: str) -> None:

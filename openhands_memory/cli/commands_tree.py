@@ -17,6 +17,7 @@ from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_reader, writing_store
 from .output import Column, Table, _unicode_ok, echo_json, number, term_width
+from .params import EVENT_ID, TEXT
 
 if TYPE_CHECKING:
     from ..storage.tree import Branch
@@ -116,8 +117,8 @@ def branch_json(b: "Branch") -> dict[str, Any]:
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
 @output_format("text", "json", default="text")
 def branches(db: str, conversation: str, fmt: str) -> None:
     """The branches of CONV's history tree: one line per leaf, drawn as a tree.
@@ -173,9 +174,9 @@ def branches(db: str, conversation: str, fmt: str) -> None:
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.argument("seq", type=int, required=False, metavar="[SEQ]")
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.argument("seq", type=EVENT_ID, required=False, metavar="[SEQ]")
 @click.option("--root", is_flag=True, help="Empty HEAD: the next event starts a new root.")
 @output_format("text", "json", default="text")
 def navigate(db: str, conversation: str, seq: int | None, root: bool, fmt: str) -> None:
@@ -214,10 +215,10 @@ def navigate(db: str, conversation: str, seq: int | None, root: bool, fmt: str) 
 
 
 @click.command()
-@click.argument("db")
-@click.argument("conversation", metavar="CONV")
-@click.option("--at", type=int, metavar="SEQ", help="The event the copied path ends at (default: HEAD).")
-@click.option("--as", "new_id", metavar="ID", help="The new conversation's id (default: a new UUID).")
+@click.argument("db", type=TEXT)
+@click.argument("conversation", metavar="CONV", type=TEXT)
+@click.option("--at", type=EVENT_ID, metavar="SEQ", help="The event the copied path ends at (default: HEAD).")
+@click.option("--as", "new_id", metavar="ID", type=TEXT, help="The new conversation's id (default: a new UUID).")
 @output_format("text", "json", default="text")
 def fork(db: str, conversation: str, at: int | None, new_id: str | None, fmt: str) -> None:
     """Copy the path from event --at (default: HEAD) to the root into a new conversation.
