@@ -196,6 +196,21 @@ class StatementCancelled(ServerFailure):
     what = "the server cancelled a statement"
 
 
+class LockTimeout(OpenHandsMemoryError):
+    """A write transaction's lock (SQLite's write lock on the file, PostgreSQL's lock on the
+    conversation's row) stayed with another connection for as long as the caller would wait.
+    Nothing was written. (Not a ``TimeoutError``, which is an ``OSError``: see
+    ``ServerFailure``; the SDK's file store raises the SDK's ``TimeoutError`` from it.)"""
+
+    def __init__(self, label: str, conversation_id: str | None, seconds: float):
+        self.label, self.conversation_id, self.seconds = label, conversation_id, seconds
+        what = f"conversation {conversation_id!r}" if conversation_id is not None else "the database"
+        super().__init__(
+            f"{label}: a write to {what} waited {seconds:g} s, as long as it would, for the lock another "
+            "connection held; nothing was written (run it again once that writer is done)"
+        )
+
+
 class ConcurrentCondensation(OpenHandsMemoryError):
     """Another condensation landed after the view this one was computed from."""
 
@@ -256,6 +271,26 @@ class ReadOnlyPlace(StorageFault):
     def __init__(self, path: str, reason: str, outcome: str):
         self.path = path
         super().__init__(f"{path}: {reason}; {outcome}")
+
+
+class OverwritesInput(OpenHandsMemoryError, ValueError):
+    """A command was asked to write a file it reads: a database (or a file SQLite keeps
+    beside one), a config, by any of its names (a hard or symbolic link counts)."""
+
+    def __init__(self, output: str, read: str):
+        self.output, self.read = output, read
+        super().__init__(f"{output} is the same file as {read}, which this command reads; nothing was written "
+                         "(give another path)")
+
+
+class ScratchRefused(OpenHandsMemoryError, ValueError):
+    """A replay's scratch database must be new, or one that holds only what replays wrote:
+    a replay replaces its conversations, and must not change anyone else's."""
+
+    def __init__(self, path: str, why: str):
+        self.path = path
+        super().__init__(f"{path}: {why}; it was left untouched (give a new path for the scratch database, or one "
+                         "an earlier replay made)")
 
 
 class StoreClosed(OpenHandsMemoryError):

@@ -53,13 +53,16 @@ class Conversation:
     # --- writing ---------------------------------------------------------------------
 
     @contextmanager
-    def writing(self, within: Session | None = None) -> Iterator[Writer]:
+    def writing(self, within: Session | None = None, *, timeout: float | None = None) -> Iterator[Writer]:
         """One write transaction on this conversation (it holds the conversation's id lock):
         what the block appends commits together, and the cached view learns it once committed.
 
         ``within``: write inside the caller's transaction instead (which must hold that lock or
         the whole file's); the cached view is then read again next time, since this
         conversation cannot know when that transaction commits.
+        ``timeout``: wait at most this many seconds for the lock while another connection
+        holds it, then raise ``LockTimeout`` having written nothing (None: as long as the
+        connection's own settings say: SQLite's busy timeout, PostgreSQL's lock_timeout).
         """
         if within is not None:
             writer = Writer(within, self.id, self.tokens)
@@ -67,7 +70,7 @@ class Conversation:
             writer.finish()
             self.views.clear()
             return
-        with self.store.writing(self.id) as db:
+        with self.store.writing(self.id, timeout=timeout) as db:
             writer = Writer(db, self.id, self.tokens)
             yield writer
             writer.finish()

@@ -83,10 +83,12 @@ class EventStore:
 
     # --- transactions ----------------------------------------------------------------
 
-    def writing(self, conversation_id: str | None = None, *, large: bool = False) -> "AbstractContextManager[Session]":
+    def writing(self, conversation_id: str | None = None, *, large: bool = False,
+                timeout: float | None = None) -> "AbstractContextManager[Session]":
         """A write transaction; with a conversation id, it holds that conversation's id lock.
-        ``large``: it may change more pages than memory should hold (``Recorder.writing``)."""
-        return self.recorder.writing(conversation_id, large=large)
+        ``large``: it may change more pages than memory should hold. ``timeout``: the most
+        seconds to wait for the lock, then ``LockTimeout`` (``Recorder.writing``)."""
+        return self.recorder.writing(conversation_id, large=large, timeout=timeout)
 
     def reading(self, *, snapshot: bool = True) -> "AbstractContextManager[Session]":
         """A read transaction: one consistent snapshot, released at the end (``snapshot=False``:

@@ -33,6 +33,7 @@ from ..errors import (
     ConnectionLost,
     ConnectTimeout,
     DatabaseUnreachable,
+    LockTimeout,
     MultipleStatements,
     QueryError,
     QueryTimeout,
@@ -42,7 +43,7 @@ from ..errors import (
     StatementTimeout,
 )
 from .codec import EVENT_COLUMNS
-from .recorder import FOLLOWS_HEAD, QueryResult, Recorder
+from .recorder import FOLLOWS_HEAD, QueryResult, Recorder, wait_millis
 from . import search
 from .search import SearchFilters
 from .session import (
@@ -80,6 +81,11 @@ APPEND_TYPES = ("VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"
 #: start-up took 6 ms of a 6 ms statement.
 SESSION_SETTINGS = (("default_transaction_isolation", "read\\ committed"), ("jit", "off"),
                     ("max_parallel_workers_per_gather", "0"))
+
+
+def _lock_not_available(error: BaseException) -> bool:
+    """Whether the server stopped a statement at lock_timeout (SQLSTATE 55P03)."""
+    return getattr(getattr(error, "diag", None), "sqlstate", None) == "55P03"
 
 
 def _with_options(url: str, settings: list[str]) -> str:
@@ -576,7 +582,7 @@ class PostgresRecorder(Recorder):
     def session(self) -> Session:
         return self._session
 
-    def _begin_write(self, session: Session, conversation_id: str | None) -> None:
+    def _begin_write(self, session: Session, conversation_id: str | None, timeout: float | None = None) -> None:
         assert isinstance(session, PostgresSession)
         self._usable()
         session.active = True
@@ -594,9 +600,18 @@ class PostgresRecorder(Recorder):
         try:
             with conn.pipeline():
                 conn.execute(BEGIN_WRITE)
+                if timeout is not None:
+                    # The wait for the row lock, for this statement alone: SET LOCAL ends
+                    # with the transaction (so a pooler's next client never inherits it),
+                    # and DEFAULT gives the rest of it the session's own lock_timeout.
+                    conn.execute(f"SET LOCAL lock_timeout = {wait_millis(timeout, least=1)}")
                 locked = conn.execute(LOCK, (conversation_id,))
+                if timeout is not None:
+                    conn.execute("SET LOCAL lock_timeout TO DEFAULT")
                 last = conn.execute(LAST_ID, (conversation_id,))
         except Exception as e:
+            if timeout is not None and _lock_not_available(e):
+                raise LockTimeout(self.label, conversation_id, timeout) from None
             self.fail(e, writing=True, conversation_id=conversation_id)
             raise
         row = locked.fetchone()

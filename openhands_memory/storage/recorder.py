@@ -10,12 +10,15 @@ The split follows the eventsourcing library's recorders: one interface, a backen
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from ..errors import LockTimeout
 from .session import Session
 
 
@@ -35,9 +38,11 @@ class Recorder(ABC):
         self._lock = threading.RLock()
 
     @abstractmethod
-    def _begin_write(self, session: Session, conversation_id: str | None) -> None:
+    def _begin_write(self, session: Session, conversation_id: str | None, timeout: float | None = None) -> None:
         """Start a write transaction; with a conversation id, hold whatever lock keeps that
-        conversation's next id unique until the transaction ends."""
+        conversation's next id unique until the transaction ends. ``timeout``: wait at most
+        this long for that lock (``LockTimeout`` after it), however the connection's own
+        limits are set; None: as they are set."""
 
     @abstractmethod
     def _begin_read(self, session: Session) -> None: ...
@@ -74,19 +79,38 @@ class Recorder(ABC):
         """Whether ``close`` was called."""
 
     @contextmanager
-    def writing(self, conversation_id: str | None = None, *, large: bool = False) -> Iterator[Session]:
+    def writing(self, conversation_id: str | None = None, *, large: bool = False,
+                timeout: float | None = None) -> Iterator[Session]:
         """A write transaction. ``large``: one that may change more pages than memory should
         hold (deleting a conversation, building or dropping the search index), which SQLite
-        journals in a file."""
-        with self._lock:
+        journals in a file. ``timeout``: the most seconds to wait for the transaction's lock
+        (this connection's, then the database's), after which ``LockTimeout`` says so and
+        nothing is written; None waits as the connection's own settings say (SQLite's busy
+        timeout, PostgreSQL's lock_timeout)."""
+        if timeout is not None and math.isnan(timeout):
+            raise ValueError("a lock timeout must be a number of seconds, not NaN")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if deadline is None:
+            self._lock.acquire()
+        elif not self._lock.acquire(timeout=wait_seconds(timeout)):
+            raise LockTimeout(self.label, conversation_id, timeout)
+        try:
             session = self.session()
             try:
-                self._begin_write(session, conversation_id)
+                try:
+                    self._begin_write(session, conversation_id, None if deadline is None else left(deadline))
+                except LockTimeout:
+                    if timeout is None:
+                        raise
+                    # The backend waited what was left; the caller's wait was all of it.
+                    raise LockTimeout(self.label, conversation_id, timeout) from None
                 yield session
             except BaseException:
                 self._rollback(session)
                 raise
             self._commit(session)
+        finally:
+            self._lock.release()
 
     def append(
         self, conversation_id: str, rows: Sequence[tuple[Any, ...]], count: Sequence[str] = (),
@@ -127,6 +151,29 @@ class Recorder(ABC):
                 yield session
             finally:
                 self._rollback(session)
+
+
+#: The longest wait either database takes as one setting (SQLite's busy_timeout and
+#: PostgreSQL's lock_timeout are C ints of milliseconds): about 24.8 days.
+LONGEST_WAIT_MS = 2**31 - 1
+
+
+def wait_seconds(timeout: float) -> float:
+    """``timeout`` as ``threading.Lock.acquire`` takes it (no negative, no infinity)."""
+    return min(max(timeout, 0.0), threading.TIMEOUT_MAX)
+
+
+def left(deadline: float) -> float:
+    """The seconds until ``deadline`` (``time.monotonic``), none below zero."""
+    return max(0.0, deadline - time.monotonic())
+
+
+def wait_millis(timeout: float, least: int = 0) -> int:
+    """``timeout`` seconds as a database's wait setting: whole milliseconds, rounded up, at
+    least ``least`` (PostgreSQL reads 0 as "no limit") and at most ``LONGEST_WAIT_MS``."""
+    if timeout * 1000 >= LONGEST_WAIT_MS:
+        return LONGEST_WAIT_MS
+    return max(least, math.ceil(max(timeout, 0.0) * 1000))
 
 
 @dataclass(frozen=True)

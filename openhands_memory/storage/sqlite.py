@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from .. import database, sqlite_file
-from ..errors import MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation
+from ..errors import LockTimeout, MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation
 from . import search
-from .recorder import QueryResult, Recorder
+from .recorder import QueryResult, Recorder, wait_millis
 from .session import IntegrityViolation, Session
 
 
@@ -113,6 +113,12 @@ class SqliteSession(Session):
             raise IntegrityViolation(str(error)) from None
 
 
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """Whether SQLite gave up waiting for a lock another connection holds (SQLITE_BUSY and
+    its extended codes)."""
+    return (getattr(error, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY
+
+
 class SqliteRecorder(Recorder):
     backend = "sqlite"
 
@@ -132,12 +138,35 @@ class SqliteRecorder(Recorder):
     def session(self) -> Session:
         return self._session
 
-    def _begin_write(self, session: Session, conversation_id: str | None) -> None:
+    def _begin_write(self, session: Session, conversation_id: str | None, timeout: float | None = None) -> None:
         self._wrote = True
-        self.conn.execute("BEGIN IMMEDIATE")
+        if timeout is None:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                if not _busy(e):
+                    raise
+                waited = self.conn.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
+                raise LockTimeout(self.label, conversation_id, waited) from None
+            return
+        # The write lock is waited for by SQLite's busy handler, for as long as busy_timeout
+        # says: set to this wait for the BEGIN alone, then back to the connection's own
+        # (which every other statement keeps), so that a longer wait is not cut short by it
+        # and a shorter one does not sit it out.
+        configured = self.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        self.conn.execute(f"PRAGMA busy_timeout={wait_millis(timeout)}")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            if not _busy(e):
+                raise
+            raise LockTimeout(self.label, conversation_id, timeout) from None
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout={configured}")
 
     @contextlib.contextmanager
-    def writing(self, conversation_id: str | None = None, *, large: bool = False) -> Iterator[Session]:
+    def writing(self, conversation_id: str | None = None, *, large: bool = False,
+                timeout: float | None = None) -> Iterator[Session]:
         """As ``Recorder.writing``; a full disk or a read-only place is the library's one-line
         error (the transaction was rolled back: nothing was written)."""
         # The connection keeps statement journals in memory (database.connect), and a
@@ -147,7 +176,7 @@ class SqliteRecorder(Recorder):
         if large:
             self.conn.execute("PRAGMA temp_store=FILE")
         try:
-            with super().writing(conversation_id) as session:
+            with super().writing(conversation_id, timeout=timeout) as session:
                 yield session
         except sqlite3.Error as e:
             found = sqlite_file.fault(e, self.path, "the write was rolled back: nothing was written")

@@ -19,24 +19,29 @@ SDK's conversation id:
 ``lock(path)`` is a write transaction on the conversation: SQLite's ``BEGIN IMMEDIATE`` or
 PostgreSQL's lock on the conversation row, held until the block ends. The SDK appends events
 under that lock, so its check-then-append is serialized across processes, and whatever it
-writes inside the block commits at once, or not at all.
+writes inside the block commits at once, or not at all. Its ``timeout`` bounds the wait for
+that lock on both backends (``TimeoutError`` after it, as the SDK's own stores raise).
 """
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from openhands.sdk.io import FileStore
 
 from ...conversation import Conversation, EventStore, Writer
+from ...errors import LockTimeout
 from ...events import Condensation, event_from_json
 from ...storage import Session, tree
+from ...storage.recorder import left, wait_seconds
 from . import handoff, paths
 from .paths import (
     BaseState,
@@ -78,11 +83,12 @@ class DatabaseFileStore(FileStore):
     # --- transactions ------------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self) -> Iterator[Writer]:
+    def _transaction(self, timeout: float | None = None) -> Iterator[Writer]:
         """A write transaction on the conversation, which the SDK's first write creates (the
-        conversation's writing context: the cached view learns the events once it commits)."""
+        conversation's writing context: the cached view learns the events once it commits).
+        ``timeout``: the most seconds to wait for its lock (``LockTimeout``)."""
         try:
-            with self.conversation.writing() as w:
+            with self.conversation.writing(timeout=timeout) as w:
                 self._ensure_conversation(w.db)
                 yield w
         except BaseException:
@@ -119,15 +125,25 @@ class DatabaseFileStore(FileStore):
     @contextmanager
     def lock(self, path: str, timeout: float = 30.0) -> Iterator[None]:
         """Hold the conversation's write lock (and this store) until the block ends; what is
-        written inside commits when it ends without an error."""
+        written inside commits when it ends without an error.
+
+        As the SDK's stores do, wait at most ``timeout`` seconds in all (for another thread
+        of this store, then for another connection's write), then raise ``TimeoutError``; a
+        negative ``timeout`` waits as long as it takes."""
         paths.normalize(path)
-        if not self._guard.acquire(timeout=timeout):
-            raise TimeoutError(f"Lock acquisition timed out: {path}")
+        limit = math.inf if timeout < 0 else timeout
+        deadline = time.monotonic() + limit
+        if not self._guard.acquire(timeout=wait_seconds(limit)):
+            raise TimeoutError(f"Lock acquisition timed out: {path} (another thread of this process held it)")
         try:
             if self._held is not None:  # re-entered by the thread that holds it
                 yield
                 return
-            with self._transaction() as w:
+            with ExitStack() as held:
+                try:
+                    w = held.enter_context(self._transaction(left(deadline)))
+                except LockTimeout as e:  # the lock's wait alone: not the block's own errors
+                    raise TimeoutError(f"Lock acquisition timed out: {path} ({e})") from e
                 self._held = w
                 try:
                     yield
