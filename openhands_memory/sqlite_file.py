@@ -27,6 +27,7 @@ MIN_PAGE_SIZE = 512
 # SQLite's primary result codes (an extended code keeps its primary one in the low byte).
 SQLITE_READONLY = 8
 SQLITE_IOERR = 10
+SQLITE_CORRUPT = 11
 SQLITE_FULL = 13
 SQLITE_CANTOPEN = 14
 SQLITE_NOTADB = 26
@@ -159,7 +160,11 @@ def has_sqlite_header(path: Path) -> bool:
     except sqlite3.DatabaseError as e:
         if sqlite_code(e) == SQLITE_NOTADB:
             return False
-        raise
+        # SQLite checks the magic first; what it then finds amiss may be mended by a WAL
+        # the immutable read ignores (a page count past the file's end after a checkpoint
+        # that ran out of space): judging the database whole is the caller's next step.
+        if sqlite_code(e) != SQLITE_CORRUPT:
+            raise
     finally:
         conn.close()
     return True
