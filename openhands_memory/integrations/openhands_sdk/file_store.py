@@ -4,8 +4,8 @@ The SDK persists a conversation through a file store rooted at the conversation 
 ``paths.py`` for the files). This one maps them onto rows of one conversation whose id is the
 SDK's conversation id:
 
-* ``events/event-NNNNN-<uuid>.json`` is event row NNNNN: the file's JSON is the payload, byte
-  for byte, the UUID its uid. A write must be the next id (the log is append-only; a gap, a
+* ``events/event-NNNNN-<id>.json`` is event row NNNNN: the file's JSON is the payload, byte
+  for byte, the id (the event's UUID, or whatever id its caller gave it) its uid. A write must be the next id (the log is append-only; a gap, a
   rewrite or a mismatched UUID is refused). Condensations get their bookkeeping rows in the
   same transaction, so the library's view and the CLI see the conversation live.
 * ``base_state.json`` is a column of the conversation. HEAD (``conversation.head``) follows

@@ -3,7 +3,8 @@
 An SDK conversation's store holds, relative to the conversation::
 
     base_state.json                      the conversation's state
-    events/event-00012-<uuid>.json       event 12 (file name: index, then the event's UUID)
+    events/event-00012-<id>.json         event 12 (file name: index, then the event's id: a
+                                         UUID unless the caller gave the event another)
     events/.eventlog-len-13.marker       "the log has 13 events" (a hint for other writers)
     events/.eventlog.lock                the lock the log appends under
     anything else                        files of tools or of later SDK versions
@@ -21,12 +22,15 @@ from dataclasses import dataclass
 BASE_STATE = "base_state.json"
 EVENTS_DIR = "events"
 EVENT_NAME = "event-{index:05d}-{uid}.json"
-_EVENT = re.compile(r"^event-(?P<index>\d{5,})-(?P<uid>[0-9a-fA-F\-]{8,})\.json$")
+# Any id, as the SDK's writer names the file (EVENT_FILE_PATTERN), not only the UUIDs its
+# reader lists (EVENT_NAME_RE): the SDK counts every event-*.json as an event when it checks
+# for other writers, so the length marker must count those events too.
+_EVENT = re.compile(r"^event-(?P<index>\d{5,})-(?P<uid>[^/]+)\.json$")
 _MARKER = re.compile(r"^\.eventlog-len-(?P<length>\d+)\.marker$")
 _LOCK = ".eventlog.lock"
 # The SDK asks for event files by this exact spelling, once per event on a resume: matched
 # before any normalizing.
-_EVENT_PATH = re.compile(r"^events/event-(?P<index>\d{5,})-(?P<uid>[0-9a-fA-F\-]{8,})\.json$")
+_EVENT_PATH = re.compile(r"^events/event-(?P<index>\d{5,})-(?P<uid>[^/]+)\.json$")
 
 
 @dataclass(frozen=True)
