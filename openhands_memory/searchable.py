@@ -10,6 +10,12 @@ view, is not).
 This is the one home of the rule: the SQLite triggers (SQL's ``json_tree`` walks the same
 keys in the same order: ``storage/search.py``), PostgreSQL's ``ohm_search_text`` function
 (revision 0008) and :func:`text_of` below, which snippets are cut from, are written from it.
+
+U+0000 is kept in the event as it came (its JSON escapes it), but in what is searched, the
+text and the query alike, it reads as a space (``NUL_AS``), on both backends: PostgreSQL's
+``text`` and ``jsonb`` cannot hold it, and SQLite's JSON functions end a string there. So a
+NUL separates words, as whitespace does, and the words after it are found. (A space, not
+U+FFFD: ``jsonb`` spells a non-ASCII escape only in a UTF-8 database.)
 """
 
 from __future__ import annotations
@@ -25,6 +31,19 @@ SEARCHED_KINDS: tuple[str, ...] = (
     "RecallObservation", "RecallAction",
 )
 _KEYS = frozenset(TEXT_KEYS)
+#: What U+0000 reads as in a searched text and in a query (see the module's docstring).
+NUL_AS = " "
+
+
+def fold_nul(text: str) -> str:
+    """``text`` as search reads it: each U+0000 as ``NUL_AS``."""
+    return text.replace("\0", NUL_AS) if "\0" in text else text
+
+
+def searched_text(payload: str | dict[str, Any]) -> str:
+    """The text search reads of an event: ``text_of`` with U+0000 folded (``fold_nul``),
+    the Python spelling of what the index holds."""
+    return fold_nul(text_of(payload))
 
 
 def text_of(payload: str | dict[str, Any]) -> str:

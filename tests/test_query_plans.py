@@ -384,7 +384,9 @@ EXPECTED_INDEX = {
 }
 # PostgreSQL's search reads its GIN indexes (SQLite's, its FTS5 tables: no plan to check).
 # A fragment may instead be matched against each stored text of a window of ids, read by the
-# primary key (LIKE over a few KB of text is cheap): the planner weighs the two.
+# primary key (LIKE over a few KB of text is cheap): the planner weighs the two. (The events
+# above the watermark are matched by the same operators over texts spelled from ``event``,
+# read by its primary key: no text of theirs is indexed yet, and pg_bad_nodes checks that.)
 PG_EXPECTED_INDEX = {"@@": "ix_event_text_words", "LIKE lower": "ix_event_text_grams or event_text_pkey"}
 
 
@@ -482,7 +484,7 @@ def test_postgres_hot_statements_use_indexes(pg_file, work, postgres_database_fa
                 conn.execute("ROLLBACK")
             assert not pg_bad_nodes(sql, plan["Plan"]), f"{sql}\n  plan: {plan['Plan']}"
             for needle, index in {**EXPECTED_INDEX, **PG_EXPECTED_INDEX}.items():
-                if needle in sql:
+                if needle in sql and (needle not in PG_EXPECTED_INDEX or "event_text" in sql):
                     assert any(i in json.dumps(plan) for i in index.split(" or ")), (sql, index, plan["Plan"])
             # A search's window of blocks: the words' (a list), or a fragment's (a probe each).
             if "FROM event_text t" in sql and ("BETWEEN" in sql or "LATERAL" in sql):

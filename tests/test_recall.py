@@ -217,8 +217,12 @@ def test_events_wait_above_the_watermark_and_are_found_before_and_after_a_flush(
     assert [h.seq for h in conv.search("frobnicate_widget", scope="all")] == [at]  # waiting
     # A needle JSON may escape is matched against the spelled text, not the stored JSON.
     odd = conv.append_many([f.user('the café crashed on "naïve_ñame" <again>'), f.user("and again")])[0]
-    for needle in ("naïve_ñame", '"naïve', "<again>", "CAFÉ"):
+    for needle in ("naïve_ñame", '"naïve', "CAFÉ"):
         assert [h.seq for h in conv.search(needle, scope="all")] == [odd], needle
+    # The word "again" is in both, as the index will say after the flush, the fragment in one;
+    # PostgreSQL's english configuration drops "again" as a stop word, before and after.
+    again = [odd, odd + 1] if store.recorder.backend == "sqlite" else [odd]
+    assert [h.seq for h in conv.search("<again>", scope="all")] == again
     first = len(conv)
     history(conv, (flush_at(store) - first - 2) // 2 - 1, error_at=-1)  # short of a flush by two events
     assert watermark(store, "c") is None and len(conv) == flush_at(store) - 2

@@ -32,7 +32,7 @@ def _indexed(bind) -> bool:
 
 
 def upgrade() -> None:
-    from openhands_memory.storage import search, search_queue
+    from openhands_memory.storage import search, search_queue, search_text_v1
 
     bind = op.get_bind()
     if not _indexed(bind):
@@ -41,13 +41,13 @@ def upgrade() -> None:
     for name in search_queue.TRIGGER_NAMES:
         run(f"DROP TRIGGER IF EXISTS {name}")
     for t in (search.WORDS, search.GRAMS):
-        run(f"INSERT INTO {t}(rowid, body) SELECT p.doc, {search.sqlite_text('e.payload')} "
+        run(f"INSERT INTO {t}(rowid, body) SELECT p.doc, {search_text_v1.sqlite_text('e.payload')} "
             f"FROM {search_queue.PENDING} p JOIN event e ON e.conversation_id = p.conversation_id AND e.id = p.seq")
     run(f"DROP TABLE {search_queue.PENDING}")
     run(search.STATE_TABLE)
     run(f"INSERT INTO {search.STATE}(conversation_id, upto) SELECT conversation_id, MAX(id) FROM event "
         "GROUP BY conversation_id")
-    for statement in search.TRIGGERS:
+    for statement in search_text_v1.TRIGGERS:  # the text as this revision spelled it
         run(statement)
 
 

@@ -38,7 +38,7 @@ def _runner(bind):
 
 def upgrade() -> None:
     from openhands_memory import migrate
-    from openhands_memory.storage import search, search_expression
+    from openhands_memory.storage import search, search_expression, search_text_v1
 
     bind = op.get_bind()
     if bind.dialect.name != 'postgresql':
@@ -47,7 +47,8 @@ def upgrade() -> None:
     if not search_expression.on(run):
         return
     search_expression.drop_indexes(run)
-    search.create_postgres(run, migrate.progress)
+    # The functions as this revision spelled texts and words (0015 moved on).
+    search.create_postgres(run, migrate.progress, (search_text_v1.PG_FUNCTION, search_text_v1.PG_WORDS_FUNCTION))
 
 
 def downgrade() -> None:

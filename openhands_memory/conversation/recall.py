@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
 from .. import ranges
 from ..errors import EventNotFound, OpenHandsMemoryError
 from ..events import ActionEvent, ObservationBase
-from ..searchable import text_of
+from ..searchable import fold_nul, searched_text
 from ..storage import Session
 from ..storage.codec import decode
 from ..storage.search import SearchFilters
@@ -39,6 +39,9 @@ RRF_K = 60
 SNIPPET = 160  # characters of text around the match
 PAGE_FACTOR = 4  # candidates asked of each list per page, per hit wanted
 MAX_PAGES = 25
+#: The longest query searched (characters): a long error line fits; a pasted page would cost
+#: seconds of matching and pass SQLite's limit on a LIKE pattern (50,000 bytes).
+MAX_QUERY = 2000
 
 
 class SearchError(OpenHandsMemoryError, ValueError):
@@ -92,6 +95,20 @@ class Recalled:
         return asdict(self)
 
 
+def query_text(query: str) -> str:
+    """``query`` as search reads it, stripped: a NUL as a space (``searchable.NUL_AS``, as in
+    the texts). A query is anyone's input, a model's too: one no text could hold (a lone
+    surrogate, which is not Unicode text) or longer than ``MAX_QUERY`` is a ``SearchError``."""
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise SearchError(f"the query is not valid text: {e.reason} at character {e.start}") from None
+    query = fold_nul(query).strip()
+    if len(query) > MAX_QUERY:
+        raise SearchError(f"the query is {len(query):,} characters long: at most {MAX_QUERY:,} are searched")
+    return query
+
+
 def terms_of(query: str) -> list[str]:
     """The words of a query (a quoted part is one phrase)."""
     out = []
@@ -123,7 +140,7 @@ def search(
         raise SearchIndexOff(label)
     if limit < 1:
         raise SearchError(f"limit must be at least 1, not {limit}")
-    query = query.strip()
+    query = query_text(query)
     terms = terms_of(query)
     if not terms:
         raise SearchError("the query is empty: give a word, a phrase in quotes, or a fragment of 3 characters or more")
@@ -161,7 +178,7 @@ def search(
     hits = []
     for s in best:
         _, _, kind, tool, timestamp, payload = rows[s]
-        snippet, match = snip(text_of(payload), query, terms)
+        snippet, match = snip(searched_text(payload), query, terms)
         hits.append(Hit(
             s, kind, tool, timestamp, snippet, match, round(fused[s], 6),
             db.hidden_by(cid, s) if scope != "visible" and not ranges.covers(view.intervals, s) else None,

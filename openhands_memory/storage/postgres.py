@@ -44,7 +44,8 @@ from ..errors import (
 )
 from .codec import EVENT_COLUMNS
 from .recorder import FOLLOWS_HEAD, QueryResult, Recorder, wait_millis
-from . import search
+from ..searchable import fold_nul
+from . import search, search_waiting
 from .search import SearchFilters
 from .session import (
     END,
@@ -281,8 +282,11 @@ class PostgresSession(Session):
     # --- search: the texts behind a watermark, and their GIN indexes (storage/search.py) ---
 
     TEXT_OF_EVENT = search.PG_TEXT_OF.format(e="e")
-    HOLDS = "strpos(t, lower(?)) > 0"
-    RAW_HOLDS = "e.payload ILIKE ?"
+    RAW_BACKEND = "postgresql"
+
+    def _holds(self, fragment: str) -> tuple[str, str]:
+        # The index's own test of a candidate (``search_grams``), on the text lowered alike.
+        return "t LIKE lower(?)", search.like_pattern(fragment)
 
     def _windows(self, select: str, params: Sequence[Any], upto: int, limit: int) -> list[tuple]:
         """Rows of ``select`` over windows of the newest ids up to ``upto``: its block of
@@ -320,7 +324,7 @@ class PostgresSession(Session):
         if not terms:
             return []
         where, params = self._search_filters(filters)
-        query = " ".join(terms)
+        query = fold_nul(" ".join(terms))
         words = search.PG_WORDS_OF.format(t="t")
         # Words no text holds at all (a fragment of an identifier, read as words) would have
         # every window read in vain, some 5 ms each; the index alone says so at once.
@@ -335,11 +339,26 @@ class PostgresSession(Session):
             f"WHERE t.conversation_id = ? AND t.id IN ({', '.join('?' for _ in ids)}) ORDER BY t.id DESC",
             (query, cid, *ids),
         )] if ids else []
-        waiting = [(s, 0.0) for s in self._pending_matches(cid, [search.stem(t) for t in terms], upto, filters)]
-        return self._newest(found, waiting, limit)
+        return self._newest(found, self._waiting_words_matching(cid, query, upto, limit, filters), limit)
+
+    def _waiting_words_matching(self, cid: str, query: str, upto: int, limit: int,
+                                filters: SearchFilters) -> list[tuple[int, float]]:
+        """(id, rank) of the newest events above the watermark (at most ``PG_FLUSH_AT``)
+        whose words match ``query``: the index's expressions, over texts spelled here."""
+        where, params = self._search_filters(filters)
+        words = search.PG_WORDS_OF.format(t="w")
+        return [(s, float(r)) for s, r in self.all(
+            f"SELECT w.id, ts_rank({words}, plainto_tsquery('english', ?)) FROM (SELECT e.id, "
+            f"{search.PG_BODY_OF.format(e='e')} AS body FROM event e WHERE e.conversation_id = ? "
+            f"AND e.id > {search.upto_of('?')} AND e.id <= ? AND e.kind IN ({search.KIND_LIST}){where} OFFSET 0) w "
+            f"WHERE w.body IS NOT NULL AND {words} @@ plainto_tsquery('english', ?) "
+            f"ORDER BY w.id DESC LIMIT {int(limit)}",
+            (query, cid, cid, upto, *params, query),
+        )]
 
     def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
                      filters: SearchFilters) -> list[int]:
+        fragment = fold_nul(fragment)
         if len(fragment) < 3:
             return []
         where, params = self._search_filters(filters)
@@ -363,13 +382,14 @@ class PostgresSession(Session):
                 + f" ORDER BY id DESC LIMIT {int(limit - len(found))}",
                 (cid, pattern, *params, near[-1] << bits),
             )]
-        waiting = self._pending_matches(cid, [fragment], upto, filters)
-        return self._newest(found, waiting, limit)
+        return self._newest(found, self._waiting_grams(cid, fragment, upto, filters), limit)
 
     def file_problems(self, full: bool) -> list[str]:
         # PostgreSQL checks its own pages and keys; what it cannot know is whether the search
         # index's texts are the events' (a trigger dropped by hand).
-        return search.postgres_problems(self.execute) if full else []
+        if not full:
+            return []
+        return search.postgres_problems(self.execute) + search_waiting.problems(self.execute, "postgresql")
 
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
         # No search_key: PostgreSQL keys its search texts by the event's own key (storage/search.py).

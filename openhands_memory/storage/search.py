@@ -16,9 +16,8 @@ index (the trigger's condition reads one row): revision 0011 replaced a queue ta
 row and index entry each append wrote, by this. The connection keeps its statement journals
 in memory (``database.connect``): a statement that fires triggers keeps one, and in a
 temporary file it cost more than the append. A search reads the events above the watermark
-too, matching each word as a substring of the text (at most ``FLUSH_AT`` rows of the
-conversation, its newest, seldom forgotten): first of their stored JSON, when the needle is
-one no JSON encoder escapes (``raw_safe``), so that only the rows that hold it are spelled.
+too (at most ``FLUSH_AT`` rows of the conversation, its newest), by the index's own rules, so
+that its answer never depends on where the watermark is (``search_waiting.py``).
 
 A document's id is ``conversation.search_key << 32 | event.id``: a conversation's events are
 one range of ids (a search never reads another conversation's), newest last, so that
@@ -34,6 +33,10 @@ into ``event_text`` once it is ``PG_FLUSH_AT`` past its watermark; GIN indexes o
 so that a search reads windows of the newest ids: ``PG_BLOCK_BITS``), and a fragment is confirmed
 against the stored text, never spelled again from the JSON. (Until 0012 the two indexes were
 expressions over ``event``, kept by every append: ``search_expression.py``.)
+
+Both spell U+0000 as a space (``searchable.NUL_AS``, ``nul_folded``): until revision 0015
+SQLite's JSON functions ended a string at it, and PostgreSQL's ``jsonb`` refused it, failing
+the flush of its conversation (``search_text_v1.py`` keeps that spelling for the migrations).
 """
 
 from __future__ import annotations
@@ -61,9 +64,23 @@ KIND_LIST = ", ".join(f"'{k}'" for k in SEARCHED_KINDS)
 KEY_LIST = ", ".join(f"'{k}'" for k in TEXT_KEYS)
 
 
+def nul_folded(json_text: str, backend: str = "sqlite") -> str:
+    """SQL: the JSON ``json_text`` with each ``\\u0000`` escape written as a space
+    (``searchable.NUL_AS``), an escaped backslash left as it is (``\\\\u0000`` is a backslash
+    and "u0000"): escaped backslashes are set aside as U+0001, which valid JSON never holds
+    raw, while the escapes are replaced, then put back. Only a payload that holds the escape
+    is rewritten. Backslashes are spelled ``char(92)``, the same whatever a server's
+    ``standard_conforming_strings`` says."""
+    find, char = ("instr", "char") if backend == "sqlite" else ("strpos", "chr")
+    slash, aside = f"{char}(92)", f"{char}(1)"
+    escape = f"{slash} || 'u0000'"
+    return (f"CASE WHEN {find}({json_text}, {escape}) > 0 THEN replace(replace(replace({json_text}, "
+            f"{slash} || {slash}, {aside}), {escape}, ' '), {aside}, {slash} || {slash}) ELSE {json_text} END")
+
+
 def sqlite_text(payload: str) -> str:
-    """The searchable text of a payload column, in SQLite's SQL (``searchable.text_of``)."""
-    return (f"(SELECT group_concat(value, char(10)) FROM json_tree({payload}) "
+    """The searchable text of a payload column, in SQLite's SQL (``searchable.searched_text``)."""
+    return (f"(SELECT group_concat(value, char(10)) FROM json_tree({nul_folded(payload)}) "
             f"WHERE type = 'text' AND key IN ({KEY_LIST}))")
 
 
@@ -88,9 +105,10 @@ AUTOMERGE = 16
 #: the FTS5 tables, none above it. No row: nothing indexed yet (-1).
 STATE_TABLE = (f"CREATE TABLE {STATE} (conversation_id TEXT NOT NULL PRIMARY KEY, upto INTEGER NOT NULL) "
                "WITHOUT ROWID")
+#: How ``event_words`` cuts and folds words (the waiting events are matched with it too).
+WORDS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 TABLES = (
-    f"CREATE VIRTUAL TABLE {WORDS} USING fts5(body, content='', "
-    "tokenize='porter unicode61 remove_diacritics 2')",
+    f"CREATE VIRTUAL TABLE {WORDS} USING fts5(body, content='', tokenize='{WORDS_TOKENIZER}')",
     f"CREATE VIRTUAL TABLE {GRAMS} USING fts5(body, content='', tokenize='trigram', detail='none')",
     STATE_TABLE,
     *(f"INSERT INTO {t}({t}, rank) VALUES ('automerge', {AUTOMERGE})" for t in (WORDS, GRAMS)),
@@ -120,23 +138,12 @@ def like_pattern(needle: str) -> str:
     return "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def stem(term: str) -> str:
-    """What a word of a query must hold of the text of an event not indexed yet, where FTS5
-    cannot stem it: the word less a common English ending ("checking", "checked", "checks":
-    "check")."""
-    word = term.lower()
-    for ending in ("ing", "ed", "es", "s"):
-        if word.endswith(ending) and len(word) - len(ending) >= 3:
-            return word[: -len(ending)]
-    return word
-
-
-def _index(row: str, when: str, op: str = "") -> str:
+def _index(row: str, when: str, text: Callable[[str], str], op: str = "") -> str:
     """Statements putting ``row`` into both tables (``op="delete"``: taking it out; a
     contentless table is told the text it indexed)."""
     head = f"{{t}}({{t}}, rowid, body) SELECT 'delete', " if op == "delete" else "{t}(rowid, body) SELECT "
     return "".join(
-        "INSERT INTO " + head.format(t=t) + f"{_doc(row)}, {sqlite_text(row + '.payload')} WHERE {when}; "
+        "INSERT INTO " + head.format(t=t) + f"{_doc(row)}, {text(row + '.payload')} WHERE {when}; "
         for t in (WORDS, GRAMS)
     )
 
@@ -149,40 +156,47 @@ def _indexed(row: str) -> str:
     return f"{_searched(row)} AND {row}.id <= {upto_of(row + '.conversation_id')}"
 
 
-# Every FLUSH_AT events past the watermark, the events between it and the new row go in and
-# the watermark moves up to the row. Only the rows' own conversation: a conversation's
-# events are one run of its primary key, read in id order.
-_FLUSH = "".join(
-    f"INSERT INTO {t}(rowid, body) SELECT (c.search_key << {SHIFT}) | e.id, {sqlite_text('e.payload')} "
-    "FROM conversation c JOIN event e ON e.conversation_id = c.id WHERE c.id = new.conversation_id "
-    f"AND e.id > {upto_of('new.conversation_id')} AND e.id <= new.id AND {_searched('e')}; "
-    for t in (WORDS, GRAMS)
-) + (f"INSERT INTO {STATE}(conversation_id, upto) VALUES (new.conversation_id, new.id) "
-     "ON CONFLICT(conversation_id) DO UPDATE SET upto = excluded.upto; ")
-TRIGGERS = (
-    # Nothing is written for an event below the threshold: the WHEN reads one row.
-    f"CREATE TRIGGER event_search_flush AFTER INSERT ON event "
-    f"WHEN new.id >= {upto_of('new.conversation_id')} + {FLUSH_AT} BEGIN {_FLUSH}END",
-    # A row written below the watermark (a deleted id written again) is indexed at once.
-    f"CREATE TRIGGER event_search_late AFTER INSERT ON event WHEN {_indexed('new')} "
-    f"BEGIN {_index('new', '1')}END",
-    # A conversation's cascade deletes its events after its row (and watermark): its own
-    # trigger has unindexed them.
-    f"CREATE TRIGGER event_search_delete AFTER DELETE ON event WHEN {_indexed('old')} "
-    f"BEGIN {_index('old', '1', 'delete')}END",
-    # An event above the watermark is indexed from its row when the flush comes to it.
-    f"CREATE TRIGGER event_search_update AFTER UPDATE OF kind, payload ON event "
-    f"WHEN old.id <= {upto_of('old.conversation_id')} BEGIN "
-    f"{_index('old', _searched('old'), 'delete')}{_index('new', _searched('new'))}END",
-    "CREATE TRIGGER conversation_search_delete BEFORE DELETE ON conversation BEGIN "
-    + "".join(
-        f"INSERT INTO {t}({t}, rowid, body) SELECT 'delete', (old.search_key << {SHIFT}) | e.id, "
-        f"{sqlite_text('e.payload')} FROM event e WHERE e.conversation_id = old.id AND {_searched('e')} "
-        f"AND e.id <= {upto_of('old.id')}; "
+def sqlite_triggers(text: Callable[[str], str]) -> tuple[str, ...]:
+    """The triggers that keep the FTS5 tables, each spelling texts with ``text`` (a payload
+    column to SQL): ``sqlite_text`` today; a migration passes the spelling of its revision
+    (``search_text_v1``), since a contentless table must be told the text it indexed."""
+    # Every FLUSH_AT events past the watermark, the events between it and the new row go in
+    # and the watermark moves up to the row. Only the rows' own conversation: a
+    # conversation's events are one run of its primary key, read in id order.
+    flush = "".join(
+        f"INSERT INTO {t}(rowid, body) SELECT (c.search_key << {SHIFT}) | e.id, {text('e.payload')} "
+        "FROM conversation c JOIN event e ON e.conversation_id = c.id WHERE c.id = new.conversation_id "
+        f"AND e.id > {upto_of('new.conversation_id')} AND e.id <= new.id AND {_searched('e')}; "
         for t in (WORDS, GRAMS)
+    ) + (f"INSERT INTO {STATE}(conversation_id, upto) VALUES (new.conversation_id, new.id) "
+         "ON CONFLICT(conversation_id) DO UPDATE SET upto = excluded.upto; ")
+    return (
+        # Nothing is written for an event below the threshold: the WHEN reads one row.
+        f"CREATE TRIGGER event_search_flush AFTER INSERT ON event "
+        f"WHEN new.id >= {upto_of('new.conversation_id')} + {FLUSH_AT} BEGIN {flush}END",
+        # A row written below the watermark (a deleted id written again) is indexed at once.
+        f"CREATE TRIGGER event_search_late AFTER INSERT ON event WHEN {_indexed('new')} "
+        f"BEGIN {_index('new', '1', text)}END",
+        # A conversation's cascade deletes its events after its row (and watermark): its own
+        # trigger has unindexed them.
+        f"CREATE TRIGGER event_search_delete AFTER DELETE ON event WHEN {_indexed('old')} "
+        f"BEGIN {_index('old', '1', text, 'delete')}END",
+        # An event above the watermark is indexed from its row when the flush comes to it.
+        f"CREATE TRIGGER event_search_update AFTER UPDATE OF kind, payload ON event "
+        f"WHEN old.id <= {upto_of('old.conversation_id')} BEGIN "
+        f"{_index('old', _searched('old'), text, 'delete')}{_index('new', _searched('new'), text)}END",
+        "CREATE TRIGGER conversation_search_delete BEFORE DELETE ON conversation BEGIN "
+        + "".join(
+            f"INSERT INTO {t}({t}, rowid, body) SELECT 'delete', (old.search_key << {SHIFT}) | e.id, "
+            f"{text('e.payload')} FROM event e WHERE e.conversation_id = old.id AND {_searched('e')} "
+            f"AND e.id <= {upto_of('old.id')}; "
+            for t in (WORDS, GRAMS)
+        )
+        + f"DELETE FROM {STATE} WHERE conversation_id = old.id; END",
     )
-    + f"DELETE FROM {STATE} WHERE conversation_id = old.id; END",
-)
+
+
+TRIGGERS = sqlite_triggers(sqlite_text)
 TRIGGER_NAMES = ("event_search_flush", "event_search_late", "event_search_delete", "event_search_update",
                  "conversation_search_delete")
 
@@ -256,14 +270,15 @@ def sqlite_on(run: Run) -> bool:
 
 # --- PostgreSQL ----------------------------------------------------------------------------
 
-#: Spells an event's text as ``searchable.text_of`` does (NULL for a kind never searched).
+#: Spells an event's text as ``searchable.searched_text`` does (NULL for a kind never
+#: searched): ``jsonb`` refuses ``\\u0000``, which ``nul_folded`` turns into a space first.
 PG_FUNCTION = (
     "CREATE OR REPLACE FUNCTION ohm_search_text(kind text, payload text) RETURNS text "
     # COST: spelling a row's text parses its JSON (some 50 us): the planner tests every
     # cheaper condition first (a waiting event's JSON as stored, a missing text).
     "LANGUAGE sql IMMUTABLE PARALLEL SAFE COST 10000 AS $$ "
     "WITH RECURSIVE walk(key, value) AS ("
-    f"SELECT NULL::text, CASE WHEN kind IN ({KIND_LIST}) THEN payload::jsonb END "
+    f"SELECT NULL::text, CASE WHEN kind IN ({KIND_LIST}) THEN ({nul_folded('payload', 'postgresql')})::jsonb END "
     "UNION ALL "
     "SELECT c.key, c.value FROM walk w CROSS JOIN LATERAL ("
     "SELECT e.key, e.value FROM jsonb_each(CASE WHEN jsonb_typeof(w.value) = 'object' THEN w.value END) e "
@@ -283,11 +298,22 @@ PG_BODY_OF = "lower(ohm_search_text({e}.kind, {e}.payload))"
 PG_TEXTS = "event_text"
 #: An event's words: a PL/pgSQL function, so that the planner sees its cost (a SQL function
 #: would be inlined into ``to_tsvector``, cheap enough to compute for every row of a window
-#: rather than read the index).
+#: rather than read the index). A ``tsvector`` holds at most 1 MB: the words of a larger text
+#: (some 40,000 distinct ones) would fail the statement that indexes it, every append's at the
+#: flush, so such a text gives the words of as much of its beginning as fits, halving until
+#: one does (its substrings are all in the trigram index). Below 64 KB a text cannot reach
+#: the limit (its tsvector is at most ~3 times its size), and skips the EXCEPTION block, whose
+#: subtransaction every call would pay.
+PG_WORDS_LIMITED = 65536
 PG_WORDS_FUNCTION = (
     "CREATE OR REPLACE FUNCTION ohm_words(body text) RETURNS tsvector "
     "LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE COST 1000 AS $$ "
-    "BEGIN RETURN to_tsvector('english'::regconfig, body); END $$"
+    "DECLARE n integer; "
+    f"BEGIN IF octet_length(body) < {PG_WORDS_LIMITED} THEN RETURN to_tsvector('english'::regconfig, body); END IF; "
+    "n := length(body); "
+    "LOOP BEGIN RETURN to_tsvector('english'::regconfig, left(body, n)); "
+    "EXCEPTION WHEN program_limit_exceeded THEN n := n / 2; END; END LOOP; "
+    "END $$"
 )
 PG_WORDS_OF = "ohm_words({t}.body)"
 #: Conversations wait this many events past their watermark before their texts are spelled
@@ -387,12 +413,15 @@ def backfill_postgres(run: Run, progress: Progress | None = None, chunk: int = 2
     return _backfill(run, _index_chunk_postgres, progress, chunk)
 
 
-def create_postgres(run: Run, progress: Progress | None = None) -> None:
+def create_postgres(run: Run, progress: Progress | None = None,
+                    functions: tuple[str, str] = (PG_FUNCTION, PG_WORDS_FUNCTION)) -> None:
     """The texts, filled from every stored event (with ``progress``), then their indexes
-    (built once over the texts: faster than growing them row by row) and the triggers."""
+    (built once over the texts: faster than growing them row by row) and the triggers.
+    ``functions``: how texts and their words are spelled (a migration passes its revision's,
+    ``search_text_v1``)."""
     run("CREATE EXTENSION IF NOT EXISTS pg_trgm", ())
     run("CREATE EXTENSION IF NOT EXISTS btree_gin", ())
-    for statement in (PG_FUNCTION, PG_WORDS_FUNCTION, *PG_TABLES):
+    for statement in (*functions, *PG_TABLES):
         run(statement, ())
     backfill_postgres(run, progress)
     for statement in (*PG_INDEXES, *PG_TRIGGER_FUNCTIONS, *PG_TRIGGERS):

@@ -8,7 +8,8 @@ revision built, not what the code builds today. Nothing else uses it.
 
 from __future__ import annotations
 
-from .search import KIND_LIST, PG_FUNCTION, Progress, Run
+from .search import KIND_LIST, Progress, Run
+from .search_text_v1 import PG_FUNCTION
 
 WORDS_INDEX, GRAMS_INDEX = "ix_event_words", "ix_event_grams"
 _TEXT = "ohm_search_text(kind, payload)"

@@ -8,7 +8,8 @@ what the code builds today. Nothing else uses it.
 
 from __future__ import annotations
 
-from .search import GRAMS, KIND_LIST, SHIFT, WORDS, Progress, Run, _scalar, sqlite_text
+from .search import GRAMS, KIND_LIST, SHIFT, WORDS, Progress, Run, _scalar
+from .search_text_v1 import sqlite_text
 
 
 def _doc(row: str) -> str:

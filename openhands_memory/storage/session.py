@@ -18,7 +18,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..events import TOOL_KINDS
 from ..ranges import Run
-from . import search
+from ..searchable import fold_nul
+from . import search, search_waiting
 from .search import SearchFilters
 from .codec import EVENT_COLUMNS
 from .inspection import InspectionQueries
@@ -463,11 +464,12 @@ class Session(InspectionQueries):
                      filters: SearchFilters) -> list[tuple[int, float]]:
         """(id, score: higher is better) of the newest events up to ``upto`` whose text has
         every one of ``terms`` (words, stemmed; a term of several words is a phrase), newest
-        first."""
+        first: indexed ones, and those above the watermark by the index's rules
+        (``search_waiting.py``)."""
         key = self._search_key(cid)
         if key is None or not terms:
             return []
-        words = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        words = search_waiting.words_match([fold_nul(t) for t in terms])
         where, params = self._search_filters(filters)
         found = [(s, -score) for s, score in self.all(
             f"SELECT event_words.rowid & {search.MASK}, bm25(event_words) FROM event_words "
@@ -476,33 +478,61 @@ class Session(InspectionQueries):
             f"ORDER BY event_words.rowid DESC LIMIT {int(limit)}",
             (cid, words, key << search.SHIFT, (key << search.SHIFT) | upto, *params),
         )]
-        waiting = [(s, 0.0) for s in self._pending_matches(cid, [search.stem(t) for t in terms], upto, filters)]
+        waiting = self._waiting_words(cid, filters).match(words, upto, limit)
         return self._newest(found, waiting, limit)
+
+    #: The waiting texts in FTS5 (SQLite): the state of the database they were read in (a
+    #: search reads pages of matches, each of them through it), and the table.
+    _waiting: tuple[tuple[Any, ...], search_waiting.WaitingWords] | None = None
+
+    def _waiting_words(self, cid: str, filters: SearchFilters) -> search_waiting.WaitingWords:
+        """The texts of the events above ``cid``'s watermark that ``filters`` keep, in an
+        FTS5 table of the index's tokenizer, read again once the database has changed (a
+        write of this connection, a commit of another)."""
+        state = (cid, filters, self.conn.total_changes, self.one("PRAGMA data_version"))
+        if self._waiting is None or self._waiting[0] != state:
+            if self._waiting is not None:
+                self._waiting[1].close()
+            where, params = self._search_filters(filters)
+            rows = self.all(
+                f"SELECT e.id, {self.TEXT_OF_EVENT} FROM event e WHERE e.conversation_id = ? "
+                f"AND e.id > {search.upto_of('?')} AND e.kind IN ({search.KIND_LIST}){where}",
+                (cid, cid, *params),
+            )
+            self._waiting = (state, search_waiting.WaitingWords((s, t) for s, t in rows if t is not None))
+        return self._waiting[1]
 
     @staticmethod
     def _newest(found: list[Any], waiting: list[Any], limit: int) -> list[Any]:
         """The indexed matches and those waiting above the watermark, newest first."""
         return sorted(waiting + found, reverse=True)[:limit] if waiting else found
 
-    #: SQL: the searchable text of event ``e``; whether text ``t`` holds a needle; whether the
-    #: stored JSON of ``e`` does (without spelling its text: ``search.raw_safe``).
+    #: SQL: the searchable text of event ``e``, as the index spells it.
     TEXT_OF_EVENT = search.sqlite_text("e.payload")
-    HOLDS = "instr(t, lower(?)) > 0"
-    RAW_HOLDS = "e.payload LIKE ? ESCAPE '\\'"  # any case: SQLite's LIKE folds ASCII (raw_safe's)
+    #: The backend, as ``search_waiting.raw_filter`` names it.
+    RAW_BACKEND = "sqlite"
 
-    def _pending_matches(self, cid: str, needles: Sequence[str], upto: int, filters: SearchFilters) -> list[int]:
-        """Ids of the events above the index's watermark whose text holds every needle (any
-        case): the newest events, not indexed yet (storage/search.py). Up to FLUSH_AT of them:
-        the JSON of each is first searched as it is stored, and only those that hold the
-        needles are spelled (some 5 us each)."""
+    def _holds(self, fragment: str) -> tuple[str, str]:
+        """SQL over a lowered text ``t`` holding ``fragment``, and its parameter: the test the
+        index confirms a trigram candidate with (``search_grams``)."""
+        return "instr(t, lower(?)) > 0", fragment
+
+    def _waiting_grams(self, cid: str, fragment: str, upto: int, filters: SearchFilters) -> list[int]:
+        """Ids of the events above the index's watermark whose text holds ``fragment`` (any
+        case), newest first: the newest events, not indexed yet (storage/search.py). Up to
+        FLUSH_AT of them: the JSON of each is first searched as it is stored, and only those
+        that may hold it are spelled (some 5 us each)."""
         where, params = self._search_filters(filters)
-        raw = [n for n in needles if search.raw_safe(n)]
+        raw = search.raw_safe(fragment)
+        if raw:
+            where += " AND " + search_waiting.raw_filter(fragment, self.RAW_BACKEND)
+            params.append(search.like_pattern(fragment))
+        holds, needle = self._holds(fragment)
         return [s for (s,) in self.all(
             f"SELECT seq FROM (SELECT e.id AS seq, lower({self.TEXT_OF_EVENT}) AS t FROM event e "
             f"WHERE e.conversation_id = ? AND e.id > {search.upto_of('?')} AND e.id <= ? "
-            f"AND e.kind IN ({search.KIND_LIST}){where}{''.join(' AND ' + self.RAW_HOLDS for _ in raw)}) "
-            f"AS waiting WHERE {' AND '.join(self.HOLDS for _ in needles)} ORDER BY seq DESC",
-            (cid, cid, upto, *params, *(search.like_pattern(n) for n in raw), *needles),
+            f"AND e.kind IN ({search.KIND_LIST}){where}) AS waiting WHERE {holds} ORDER BY seq DESC",
+            (cid, cid, upto, *params, needle),
         )]
 
     def search_grams(self, cid: str, fragment: str, upto: int, limit: int,
@@ -510,9 +540,9 @@ class Session(InspectionQueries):
         """Ids of the newest events up to ``upto`` whose text holds ``fragment`` (three
         characters or more, any case), newest first."""
         key = self._search_key(cid)
+        fragment = fold_nul(fragment)
         if key is None or len(fragment) < 3:
             return []
-        grams = " ".join('"' + fragment[i:i + 3].replace('"', '""') + '"' for i in range(len(fragment) - 2))
         where, params = self._search_filters(filters)
         found = [s for (s,) in self.all(
             f"SELECT event_grams.rowid & {search.MASK} FROM event_grams "
@@ -520,9 +550,10 @@ class Session(InspectionQueries):
             f"WHERE event_grams MATCH ? AND event_grams.rowid BETWEEN ? AND ?{where} "
             f"AND instr(lower({search.sqlite_text('e.payload')}), lower(?)) > 0 "
             f"ORDER BY event_grams.rowid DESC LIMIT {int(limit)}",
-            (cid, grams, key << search.SHIFT, (key << search.SHIFT) | upto, *params, fragment),
+            (cid, search_waiting.gram_match(fragment), key << search.SHIFT, (key << search.SHIFT) | upto,
+             *params, fragment),
         )]
-        waiting = self._pending_matches(cid, [fragment], upto, filters)
+        waiting = self._waiting_grams(cid, fragment, upto, filters)
         return self._newest(found, waiting, limit)
 
     def hidden_by(self, cid: str, seq: int) -> int | None:

@@ -19,7 +19,7 @@ from typing import Any, Iterator, Sequence
 
 from .. import database, sqlite_file
 from ..errors import LockTimeout, MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation
-from . import search
+from . import search, search_waiting
 from .recorder import QueryResult, Recorder, wait_millis
 from .session import IntegrityViolation, Session
 
@@ -106,7 +106,7 @@ class SqliteSession(Session):
         if broken:
             tables = ", ".join(sorted({r[0] for r in broken}))
             problems.append(f"foreign keys: {len(broken)} row(s) point at missing rows (tables: {tables})")
-        return problems + search.problems(self.conn)
+        return problems + search.problems(self.conn) + search_waiting.problems(self.execute, "sqlite")
 
     def translate(self, error: Exception) -> None:
         if isinstance(error, sqlite3.IntegrityError):
