@@ -183,11 +183,29 @@ def condenser_from_toml(data: Mapping[str, Any], name: str | None = None):
     return condenser_from_section(section, llms)
 
 
-def load_condenser(path: str | Path, name: str | None = None):
+MAX_CONFIG_BYTES = 1 << 20  # a config.toml is a few KB; more is not one
+
+
+def read_config(path: str | Path) -> str:
+    """The text of the config file at ``path``: a regular file (a FIFO or a device could be
+    read forever) of UTF-8, as TOML is, whatever the locale says; ``ConfigError`` otherwise."""
+    from .io.common import ImportFailed, read_bounded
+
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+        data = read_bounded(path, MAX_CONFIG_BYTES)
+    except ImportFailed as e:
+        raise ConfigError(f"config {e.where}: {e.what}") from None
+    except ValueError:  # a NUL in the path
+        raise ConfigError(f"config {path!r}: a path cannot hold a NUL character") from None
+    try:
+        return data.decode("utf-8-sig")  # an editor's byte-order mark is no fault
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config {path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                          "a TOML file is UTF-8") from None
+
+
+def load_condenser(path: str | Path, name: str | None = None):
+    text = read_config(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

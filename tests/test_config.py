@@ -9,6 +9,7 @@ back to a silent NoOp, this library raises ``ConfigError`` naming the key.
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
 from typing import Any
 
@@ -311,6 +312,37 @@ def test_unreadable_and_invalid_files(tmp_path):
         load_condenser(tmp_path / "absent.toml")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_text(tmp_path, "[condenser\ntype = 'noop'\n")
+
+
+def test_a_config_is_utf8_text_in_a_regular_file_of_at_most_a_megabyte(tmp_path):
+    """TOML is UTF-8 whatever the locale says; what is not (Latin-1, a stray byte) is one
+    ConfigError naming the file and the byte, never a UnicodeDecodeError. A FIFO or a device
+    would be read forever: refused before reading."""
+    good = '[condenser]\ntype = "noop"\n'
+    latin = tmp_path / "latin1.toml"
+    latin.write_bytes(('[condenser]\ntype = "noop" # caf\u00e9\n').encode("latin-1"))
+    with pytest.raises(ConfigError) as info:
+        load_condenser(latin)
+    assert str(info.value) == f"config {latin}: not UTF-8 text (byte 0xe9 at offset 31); a TOML file is UTF-8"
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbf" + good.encode())  # as some editors save it
+    assert isinstance(load_condenser(bom), condensers.NoOpCondenser)
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match=r"fifo.toml: not a regular file \(it is a device, pipe or socket\)"):
+        load_condenser(fifo)
+    with pytest.raises(ConfigError, match=r"not a regular file \(it is a folder\)"):
+        load_condenser(tmp_path)
+    zero = tmp_path / "zero.toml"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_condenser(zero)
+    big = tmp_path / "big.toml"
+    big.write_text(good + "#" * (1 << 20) + "\n")
+    with pytest.raises(ConfigError, match="larger than the 1 MB"):
+        load_condenser(big)
+    with pytest.raises(ConfigError, match="cannot hold a NUL"):
+        load_condenser(f"{tmp_path}/a\x00.toml")
 
 
 # --- legacy §7.4 ----------------------------------------------------------------------------

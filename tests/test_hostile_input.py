@@ -248,3 +248,53 @@ def test_mutated_input_succeeds_or_fails_cleanly(db, tmp_path, data, via_stdin):
         return
     refused(result)
     assert digest(db) == before
+
+
+# --- config files: condense --config, replay --config ------------------------------------------
+
+CONFIG = b'[condenser]\ntype = "amortized"\nmax_size = 8\nkeep_first = 2\n'
+
+
+@pytest.mark.parametrize("command", ["condense", "replay"])
+@pytest.mark.parametrize("data, says", [
+    (CONFIG.replace(b"amortized", b"amortiz\xe9d"), "not UTF-8 text (byte 0xe9 at offset 27)"),
+    (b"\xff\xfe" + CONFIG.decode().encode("utf-16-le"), "not UTF-8 text (byte 0xff at offset 0)"),
+    (CONFIG + b"\x00", "is not valid TOML"),
+])
+def test_a_config_that_is_not_utf8_toml_is_one_line(db, tmp_path, command, data, says):
+    """Once a 41-line UnicodeDecodeError: now the file and the byte, on one line."""
+    config = tmp_path / "config.toml"
+    config.write_bytes(data)
+    before = digest(db)
+    extra = ["--dry-run"] if command == "condense" else []
+    message = refused(invoke(command, db, "c", "--config", config, *extra))
+    assert str(config) in message and says in message, message
+    assert digest(db) == before
+
+
+@st.composite
+def mutated_config(draw) -> bytes:
+    data = bytearray(CONFIG)
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(data)))
+        how = draw(st.sampled_from(["flip", "insert", "delete"]))
+        if how == "flip" and at < len(data):
+            data[at] = draw(st.sampled_from([0x00, 0x80, 0xC3, 0xE9, 0xFF, ord('"'), ord("["), ord("=")]))
+        elif how == "insert":
+            data[at:at] = draw(st.binary(min_size=1, max_size=6))
+        else:
+            del data[at : at + draw(st.integers(1, 6))]
+    return bytes(data)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=mutated_config(), command=st.sampled_from(["condense", "replay"]))
+def test_a_mutated_config_succeeds_or_fails_cleanly(db, tmp_path, data, command):
+    config = tmp_path / "config.toml"
+    config.write_bytes(data)
+    before = digest(db)
+    result = invoke(command, db, "c", "--config", config, *(["--dry-run"] if command == "condense" else []))
+    if result.exit_code == 0:
+        return
+    refused(result)
+    assert digest(db) == before

@@ -151,3 +151,161 @@ def test_errors_come_back_as_text(conv, name, arguments, says):
 def test_numbers_given_as_strings_are_taken(conv):
     text = call_recall_tool(conv, "recall_read", {"event_id": str(conv.at), "window": "1"})
     assert text.startswith(f"[event {conv.at}]") and f"before it: event {conv.at - 1} ·" in text
+
+
+# --- whatever a model sends: an Error text or a result, never an exception ------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from openhands_memory.conversation.recall_tools import MAX_ID, MAX_QUERY_WORDS  # noqa: E402
+
+EDGES = [2**63, 2**64, -(2**63) - 1, MAX_ID, MAX_ID + 1, 10**300, 1e300, -1e300, float("nan"), float("inf"),
+         float("-inf"), 0.5, -0.0, True, False, None, "", " ", "1e3", "\u00b2", "--5", "9" * 5000, [], {}, [1],
+         {"a": 1}]
+VALUES = st.one_of(
+    st.sampled_from(EDGES), st.integers(), st.floats(), st.text(max_size=30),
+    st.text(max_size=8).map(lambda t: f"{t}\x00{t}"),  # NUL
+    st.tuples(st.text(max_size=8), st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)).map("".join),
+    st.integers(1, 2000).map(lambda n: " ".join(f"w{i}" for i in range(n))),  # up to 2,000 words
+    st.integers(1000, 100_000).map(lambda n: "é" * n),
+)
+KEYS = st.one_of(st.sampled_from(["query", "scope", "limit", "tool", "event_id", "window", "conversation_id"]),
+                 st.text(max_size=10))
+ARGUMENTS = st.dictionaries(KEYS, VALUES, max_size=5)
+TAKES = {"recall_search": {"query", "scope", "limit", "tool"}, "recall_read": {"event_id", "window"}}
+
+
+def spelled(key: str) -> str:
+    """A key as the reply names it: JSON, a lone surrogate escaped."""
+    return json.dumps(key, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def check_reply(result, name: str, args: dict) -> None:
+    assert isinstance(result.text, str) and result.text
+    result.text.encode("utf-8")  # text a model's API can carry: no lone surrogate
+    assert result.text.startswith("Error: ") == result.is_error, result.text[:300]
+    if name in TAKES:
+        ignored = set(args) - TAKES[name]
+        assert ("\n(Ignored " in result.text) == bool(ignored), result.text[-300:]
+        for key in ignored:
+            assert spelled(key)[:40] in result.text, (key, result.text[-300:])
+    if result.is_error:
+        assert "Traceback" not in result.text
+        first = result.text.splitlines()[0]
+        assert len(first) < 600, first[:600]  # the model's own value is never echoed whole
+
+
+@pytest.fixture
+def any_conv(database_url):
+    with EventStore(database_url) as store:
+        conv = store.create_conversation("mine")
+        conv.at = history(conv, 20)  # type: ignore[attr-defined]
+        condensed(conv)
+        yield conv
+
+
+@pytest.mark.parametrize("name", ["recall_search", "recall_read"])
+def test_any_arguments_come_back_as_text_on_both_backends(any_conv, name):
+    """The OverflowError (event_id 2^63, 1e300), the SQLite or PostgreSQL error (NUL in the
+    query, 1,000 words), the UnicodeEncodeError (a lone surrogate) of before: each a text."""
+
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(args=ARGUMENTS, as_json=st.booleans())
+    def run(args, as_json):
+        sent = json.dumps(args) if as_json else args  # json spells NaN, inf and lone surrogates
+        result = run_recall_tool(any_conv, name, sent)
+        check_reply(result, name, json.loads(sent) if as_json else args)
+
+    run()
+
+
+@pytest.mark.parametrize("arguments, says", [
+    ({"event_id": 2**63}, "Error: there is no event 9223372036854775808 in this conversation"),
+    ({"event_id": 1e300}, "Error: there is no event 100000000000… (301 digits) in this conversation"),
+    ({"event_id": MAX_ID + 1}, f"Error: there is no event {MAX_ID + 1} in this conversation"),
+    ({"event_id": float("nan")}, "Error: event_id must be an integer, not NaN"),
+    ({"event_id": "\u00b2"}, 'Error: event_id must be an integer, not "\u00b2"'),
+    ({"event_id": "9" * 5000}, "Error: event_id must be an integer, not \"999"),
+    ({"event_id": 1, "window": float("inf")}, "Error: window must be an integer, not Infinity"),
+])
+def test_read_arguments_past_what_storage_holds(any_conv, arguments, says):
+    result = run_recall_tool(any_conv, "recall_read", arguments)
+    assert result.is_error and result.text.startswith(says), result.text
+
+
+@pytest.mark.parametrize("arguments, says", [
+    ({"query": "x\ud800y"}, "Error: query holds a lone surrogate (U+D800 at character 1), which is not text"),
+    ({"query": "ok", "tool": "\udcff"}, "Error: tool holds a lone surrogate (U+DCFF at character 0)"),
+    ({"query": "é" * 100_000}, "Error: query is 100,000 characters long; give at most 1,000"),
+    ({"query": " ".join(["w"] * 500)}, f"Error: the query has 500 words; give at most {MAX_QUERY_WORDS}"),
+    ({"query": "ok", "limit": float("-inf")}, "Error: limit must be an integer, not -Infinity"),
+    ({"query": "ok", "scope": "x" * 100}, "Error: scope is 100 characters long"),
+])
+def test_search_arguments_no_search_could_take(any_conv, arguments, says):
+    result = run_recall_tool(any_conv, "recall_search", arguments)
+    assert result.is_error and result.text.startswith(says), result.text
+
+
+def test_a_nul_in_the_query_is_a_search_not_a_fault(any_conv):
+    """A NUL in the query (SQLite's "unterminated string", PostgreSQL's DataError before) is
+    searched, the words around it finding the event, or refused as the search's own error:
+    never the database failing."""
+    result = run_recall_tool(any_conv, "recall_search", {"query": "frobnicate\x00widget", "scope": "all"})
+    if result.is_error:
+        assert "failed" not in result.text.splitlines()[0], result.text
+    else:
+        assert [int(n) for n in TAG.findall(result.text)] == [any_conv.at]  # type: ignore[attr-defined]
+
+
+def test_unknown_arguments_are_named_as_ignored(conv):
+    text = call_recall_tool(conv, "recall_search", {"query": "frobnicate_widget", "conversation_id": "someone-else"})
+    assert [int(n) for n in TAG.findall(text)] == [conv.at]  # this conversation's hit, as without it
+    assert text.endswith('(Ignored "conversation_id": recall_search takes only query, scope, limit, tool; '
+                         "it always serves this conversation.)")
+    read = call_recall_tool(conv, "recall_read", json.dumps({"event_id": conv.at, "conversation": 7, "x\ud800": 1}))
+    assert read.startswith(f"[event {conv.at}]")
+    assert read.endswith('(Ignored "conversation", "x\\ud800": recall_read takes only event_id, window; '
+                         "it always serves this conversation.)")
+    wrong = call_recall_tool(conv, "recall_read", {"event_id": -1, "conversation_id": "x"})
+    assert wrong.startswith("Error: event_id must be at least 0") and '(Ignored "conversation_id"' in wrong
+
+
+def test_a_damaged_database_is_an_error_naming_it_never_no_results(tmp_path):
+    """A fault of the store (its file overwritten under an open connection) comes back as an
+    Error text that names the database's error: not swallowed, not "No event matches"."""
+    path = tmp_path / "damaged.db"
+    with EventStore(path) as store:
+        conv = store.create_conversation("mine")
+        at = history(conv, 30)
+        condensed(conv)
+    with EventStore(path, readonly=True) as store:
+        conv = store.conversation("mine")  # nothing read of the events yet: no page is cached
+        size = path.stat().st_size
+        with open(path, "r+b") as f:  # every page past the schema's
+            f.seek(8192)
+            f.write(b"\xff" * (size - 8192))
+        for name, arguments in (("recall_search", {"query": "frobnicate_widget"}), ("recall_read", {"event_id": at})):
+            result = run_recall_tool(conv, name, arguments)
+            assert result.is_error, result.text
+            assert result.text == f"Error: {name} failed: the database: DatabaseError: database disk image is malformed"
+
+
+def test_a_lost_postgresql_database_is_an_error_naming_it(postgres_database_factory):
+    import psycopg
+
+    url = postgres_database_factory()
+    with EventStore(url) as store:
+        conv = store.create_conversation("mine")
+        at = history(conv, 30)
+        condensed(conv)
+    with EventStore(url, readonly=True) as store:
+        conv = store.conversation("mine")
+        assert TAG.findall(call_recall_tool(conv, "recall_search", {"query": "frobnicate_widget"}))
+        name = url.rsplit("/", 1)[1]
+        with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        for tool, arguments in (("recall_search", {"query": "frobnicate_widget"}), ("recall_read", {"event_id": at})):
+            result = run_recall_tool(conv, tool, arguments)
+            assert result.is_error and result.text.startswith(f"Error: {tool} failed: "), result.text
+            assert f'database "{name}" does not exist' in result.text, result.text

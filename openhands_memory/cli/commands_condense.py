@@ -13,9 +13,8 @@ from .opening import conversation as open_conversation
 from .opening import open_reader, open_store
 from .describe import preview
 from . import UserError
-from ..condensers.llm_base import PREVIEW_SUMMARY
 from .output import echo_json, echo_pairs, id_runs, number, one_line, say
-from .params import TEXT, path
+from .params import DATABASE, TEXT, path
 
 
 def _value(text: str) -> Any:
@@ -67,7 +66,7 @@ def build_condenser(config: Path | None, name: str | None, kind: str | None, pai
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.option("-c", "--config", type=path(dir_okay=False, path_type=Path),
               help="An OpenHands-style config.toml with a [condenser] section.")
@@ -99,8 +98,6 @@ def condense(db: str, conversation: str, config: Path | None, name: str | None, 
     """
     if with_summary and not dry_run:
         raise click.UsageError("--with-summary goes with --dry-run")
-    if config is not None and not config.is_file():
-        raise click.ClickException(f"{config}: no such file")
     condenser, label = build_condenser(config, name, kind, pairs)
     preview = dry_run and not with_summary
     set_preview(condenser, preview)
@@ -167,6 +164,8 @@ def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: boo
             elif done.result is not None and done.result is not before:
                 report["in_memory"] = _in_memory(before, done.result)
             return report
+        from ..condensers.llm_base import PREVIEW_SUMMARY
+
         note = result.note
         after_view = None if dry_run else conv.view()
         return {
@@ -257,7 +256,7 @@ def _echo(report: dict[str, Any], label: str) -> None:
 
 
 @click.command("request-condensation")
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @output_format("text", "json", default="text")
 def request_condensation(db: str, conversation: str, fmt: str) -> None:

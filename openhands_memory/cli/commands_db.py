@@ -10,13 +10,13 @@ import click
 from . import output_format
 from .opening import is_url, open_reader, shown, writing_store
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number, progress_bar
-from .params import TEXT
+from .params import DATABASE, TEXT
 
 # --- init ------------------------------------------------------------------------------------
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def init(db: str, as_json: bool) -> None:
     """Create the database file DB at the current schema revision.
@@ -68,7 +68,7 @@ def _descriptions() -> dict[str, str]:
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.option("-r", "--revision", type=TEXT, help="Target revision (default: the newest). With --downgrade: required; 'base' removes every table.")
 @click.option("--downgrade", is_flag=True, help="Go back to an older revision.")
 @click.option("--dry-run", is_flag=True, help="Show the revisions that would run; write nothing.")
@@ -180,7 +180,7 @@ def _when(timestamp: str | None) -> str:
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @output_format("table", "json", "csv")
 def conversations(db: str, fmt: str) -> None:
     """List DB's conversations.
@@ -256,7 +256,7 @@ def echo_stats(title: str, stats: dict[str, Any]) -> None:
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="[CONV]", required=False, type=TEXT)
 @output_format("table", "json")
 def stats(db: str, conversation: str | None, fmt: str) -> None:

@@ -10,7 +10,7 @@ import click
 
 
 from .output import echo_json, heading, id_runs, term_width
-from .params import TEXT
+from .params import DATABASE
 
 DEFAULT_DB = "openhands-memory-demo.db"
 CONVERSATION = "demo"
@@ -52,7 +52,7 @@ def starts_llm_call(event, previous) -> bool:  # type: ignore[no-untyped-def]
 
 
 @click.command()
-@click.argument("db", required=False, default=DEFAULT_DB, metavar="[DB]", type=TEXT)
+@click.argument("db", required=False, default=DEFAULT_DB, metavar="[DB]", type=DATABASE)
 @click.option("--json", "as_json", is_flag=True, help="Print what was built as JSON instead.")
 def demo(db: str, as_json: bool) -> None:
     """Build a demo database (default: ./openhands-memory-demo.db) and show what it holds.

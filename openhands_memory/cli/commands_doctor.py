@@ -11,7 +11,7 @@ from ..inspection import doctor as checks
 from . import output_format
 from .opening import open_reader, open_store, shown
 from .output import echo_json, progress_bar
-from .params import TEXT, number
+from .params import DATABASE, number
 
 
 def run_check(store, full: bool, min_age: float) -> checks.Report:
@@ -24,7 +24,7 @@ def run_check(store, full: bool, min_age: float) -> checks.Report:
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.option("--full", is_flag=True,
               help="Check everything over the whole history (the file, every tool call and condensation).")
 @click.option("--fix", is_flag=True, help="Repair what can be repaired, in one transaction.")

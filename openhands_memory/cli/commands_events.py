@@ -19,13 +19,13 @@ from .opening import conversation as open_conversation
 from .opening import judge, open_reader, shown, writing_store
 from .. import ranges
 from .output import Column, Table, echo_csv, echo_json, id_runs, note, one_line, term_width
-from .params import EVENT_ID, TEXT, event_in
+from .params import DATABASE, EVENT_ID, TEXT, event_in
 
 # --- append ----------------------------------------------------------------------------------
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.argument("file", required=False, type=TEXT)
 @click.option("--create", is_flag=True, help="Create DB and the conversation if they do not exist yet.")
@@ -191,7 +191,7 @@ def echo_view(conversation_id: str, v: Any, historical: bool = False, empty_head
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.option("--at", type=EVENT_ID, metavar="N", help="The view as it was right after event N.")
 @click.option("--head", type=EVENT_ID, metavar="N",
@@ -275,7 +275,7 @@ def history_rows(store: "EventStore", cid: str, start: int, stop: int | None,
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.option("--from", "start", type=EVENT_ID, default=0, metavar="N", help="First event id to show.")
 @click.option("--to", "stop", type=EVENT_ID, default=None, metavar="N", help="Last event id to show.")

@@ -12,7 +12,7 @@ from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_reader
 from .output import echo_json, note
-from .params import TEXT, path
+from .params import DATABASE, TEXT, path
 
 FORMAT_NAMES = {
     "openhands": "OpenHands SDK folder",
@@ -24,7 +24,7 @@ PROGRESS_MIN = 5000  # smaller imports finish before a bar is worth drawing
 
 
 @click.command("import")
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("path", type=path(path_type=Path))
 @click.option("-c", "--conversation", "conversation_id", metavar="ID", type=TEXT,
               help="Id of the new conversation (default: base_state.json's id, else the folder or file name).")
@@ -95,7 +95,7 @@ def import_(db: str, path: Path, conversation_id: str | None, no_index: bool, fm
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.option("-f", "--format", "fmt", type=click.Choice(["jsonl", "openhands"]), default="jsonl", show_default=True,
               help="jsonl: one event a line; openhands: an SDK conversation folder.")

@@ -16,7 +16,7 @@ from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_reader, writing_store
 from .output import Column, Table, echo_json, say
-from .params import EVENT_ID, TEXT, count, event_in
+from .params import DATABASE, EVENT_ID, TEXT, count, event_in
 
 if TYPE_CHECKING:
     from ..view import View
@@ -44,7 +44,7 @@ def shown_as(view: "View") -> dict[int, str]:
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.argument("seq", type=EVENT_ID, metavar="SEQ")
 @click.option("-m", "--mode", type=click.Choice(["keep", "reinject"]), default="keep", show_default=True,
@@ -82,7 +82,7 @@ def pin(db: str, conversation: str, seq: int, mode: str, label: str | None, grou
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.argument("seq", type=EVENT_ID, metavar="SEQ")
 @output_format("text", "json", default="text")
@@ -106,7 +106,7 @@ def unpin(db: str, conversation: str, seq: int, fmt: str) -> None:
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.option("--at", type=EVENT_ID, metavar="N", help="The pins in force right after event N.")
 @output_format("table", "json")

@@ -21,7 +21,7 @@ from .describe import KIND_LABELS, kind_label
 from .opening import conversation as open_conversation
 from .opening import open_reader
 from .output import _unicode_ok, cut, echo_json, one_line, say, term_width
-from .params import EVENT_ID, TEXT, count
+from .params import DATABASE, EVENT_ID, TEXT, count
 
 if TYPE_CHECKING:
     from ..conversation.recall import Hit, Recalled
@@ -156,7 +156,7 @@ def echo_hits(hits: Sequence["Hit"], width: int) -> None:
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.argument("query", metavar="QUERY", type=TEXT)
 @click.option("--all", "everywhere", is_flag=True, help="Search the whole branch, events in view too.")
@@ -260,7 +260,7 @@ def joined(parts: Sequence[str], width: int, sep: str = " · ", indent: str = " 
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.argument("seq", type=EVENT_ID, metavar="SEQ")
 @click.option("-w", "--window", type=count(0), default=2, metavar="N", show_default=True,
@@ -298,7 +298,7 @@ def show(db: str, conversation: str, seq: int, window: int, max_chars: int, fmt:
 
 
 @click.command("search-index")
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("state", required=False, type=click.Choice(["on", "off"]))
 @output_format("text", "json", default="text")
 def search_index(db: str, state: str | None, fmt: str) -> None:

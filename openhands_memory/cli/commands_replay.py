@@ -18,7 +18,7 @@ from .commands_condense import build_condenser, llm_condensers
 from .opening import conversation as open_conversation
 from .opening import open_reader, open_store, shown
 from .output import Column, Table, progress_bar, say
-from .params import TEXT, number, path
+from .params import DATABASE, TEXT, number, path
 
 if TYPE_CHECKING:
     from ..replay.report import Prices, Replay, ReplaySet
@@ -36,8 +36,6 @@ def _strategies(configs: Sequence[str], types: Sequence[str], pairs: tuple[str, 
     out: list[tuple[str, Any]] = []
     for spec in configs:
         path, _, name = spec.partition(":")
-        if not Path(path).is_file():
-            raise click.ClickException(f"{path}: no such file")
         condenser, _ = build_condenser(Path(path), name or None, None, ())
         out.append((Path(path).stem + (f":{name}" if name else ""), condenser))
     if not configs and not types:
@@ -82,7 +80,7 @@ def _counter(tokenizer: str | None, model: str | None) -> Any:
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversations", metavar="[CONV]...", nargs=-1, type=TEXT)
 @click.option("--all", "every", is_flag=True, help="Replay every conversation of DB (sums at the end).")
 @click.option("-c", "--config", "configs", multiple=True, metavar="FILE[:NAME]", type=TEXT,

@@ -9,7 +9,7 @@ from ..errors import MultipleStatements, QueryTimeout
 from . import output_format
 from .opening import is_url, judge
 from .output import Column, Table, echo_csv, echo_json, note
-from .params import TEXT, count, number
+from .params import DATABASE, TEXT, count, number
 
 DEFAULT_TIMEOUT = 30.0  # seconds
 DEFAULT_MAX_ROWS = 10_000
@@ -17,7 +17,7 @@ MAX_TIMEOUT = 2_147_483.0  # seconds: PostgreSQL's statement_timeout holds at mo
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("query", type=TEXT)
 @click.option("--timeout", type=number(0, open=True, high=MAX_TIMEOUT), default=DEFAULT_TIMEOUT,
               show_default=True, metavar="SECONDS", help="Stop the query after this long.")

@@ -17,7 +17,7 @@ from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_reader, writing_store
 from .output import Column, Table, _unicode_ok, echo_json, number, term_width
-from .params import EVENT_ID, TEXT
+from .params import DATABASE, EVENT_ID, TEXT
 
 if TYPE_CHECKING:
     from ..storage.tree import Branch
@@ -117,7 +117,7 @@ def branch_json(b: "Branch") -> dict[str, Any]:
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @output_format("text", "json", default="text")
 def branches(db: str, conversation: str, fmt: str) -> None:
@@ -174,7 +174,7 @@ def branches(db: str, conversation: str, fmt: str) -> None:
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.argument("seq", type=EVENT_ID, required=False, metavar="[SEQ]")
 @click.option("--root", is_flag=True, help="Empty HEAD: the next event starts a new root.")
@@ -215,7 +215,7 @@ def navigate(db: str, conversation: str, seq: int | None, root: bool, fmt: str) 
 
 
 @click.command()
-@click.argument("db", type=TEXT)
+@click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.option("--at", type=EVENT_ID, metavar="SEQ", help="The event the copied path ends at (default: HEAD).")
 @click.option("--as", "new_id", metavar="ID", type=TEXT, help="The new conversation's id (default: a new UUID).")

@@ -1,8 +1,9 @@
 """The kinds of value a command's arguments and options take, checked as click parses them.
 
-Every argument is one of: text (``TEXT``, ``PATH``), an event id (``EVENT_ID``), a count
-(``count(low)``), a number (``number(...)``), or a choice or a flag. Each refuses what it
-cannot take with click's ``BadParameter`` naming the argument, which the group turns into one
+Every argument is one of: text (``TEXT``, ``DATABASE``, ``path()``), an event id
+(``EVENT_ID``), a count (``count(low)``), a number (``number(...)``), or a choice or a flag
+(tests/test_hostile_arguments.py holds every command to it). Each refuses what it cannot
+take with click's ``BadParameter`` naming the argument, which the group turns into one
 ``Error:`` line and exit status 1 (``cli/__init__.py``), before the command opens anything.
 
 * Text is UTF-8 without NUL. On POSIX, Python hands a command line's bytes that are not UTF-8
@@ -22,11 +23,12 @@ cannot take with click's ``BadParameter`` naming the argument, which the group t
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import click
 
-from ..storage.session import END
+from ..ranges import END
 
 MAX_ID = END - 1
 MAX_COUNT = 1_000_000_000
@@ -61,6 +63,24 @@ class Text(click.ParamType):
             problem = text_problem(value)
             if problem is not None:
                 self.fail(f"{shown(value)} {problem}", param, ctx)
+        return value
+
+
+class Database(Text):
+    """A database: a server URL, or a file's path with ``~`` and ``~user`` expanded, here and
+    once (a ``~user`` that names no user is refused: pathlib would raise deep inside)."""
+
+    name = "database"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        value = super().convert(value, param, ctx)
+        if isinstance(value, str) and value.startswith("~"):
+            expanded = os.path.expanduser(value)
+            if expanded.startswith("~"):
+                user = value[1:].split("/", 1)[0]
+                self.fail(f"{shown(value)} starts with ~{shown(user)[1:-1]}, but there is no such user "
+                          "whose home folder it could name", param, ctx)
+            value = expanded
         return value
 
 
@@ -144,6 +164,7 @@ class Number(click.ParamType):
 
 
 TEXT = Text()
+DATABASE = Database()
 EVENT_ID = EventId()
 
 

@@ -7,6 +7,14 @@ too, as text: a bad call never raises). ``run_recall_tool`` is the same with an
 ``is_error`` flag; the OpenHands SDK tools (``integrations/openhands_sdk/recall_tools.py``)
 call it, so both give the model the same text.
 
+A model can send anything: every argument is checked (an id past what storage holds, a
+number that is not finite, text that is not UTF-8, a query too long to search) and a bad one
+is an "Error:" text saying what to send instead; arguments a tool does not take are named
+as ignored at the end of the reply. What the library refuses (an unknown event, a search
+index switched off) is an "Error:" text too, and so is a fault of the database (a lost
+connection, a damaged file): named as the tool failing, never passed off as no results.
+Anything else is a bug, and raises.
+
 The results are capped (``SEARCH_MAX_CHARS``, ``READ_MAX_CHARS``) and each event is tagged
 ``[event N]``, N being its id in the conversation, which the model can cite and read. A
 search leaves out the recall tools' own calls and results: they only echo other events (and
@@ -17,11 +25,15 @@ the call being run, already stored by an agent that writes before it acts, would
 from __future__ import annotations
 
 import json
+import sqlite3
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import EventNotFound, OpenHandsMemoryError
-from .recall import SCOPES, SNIPPET, Hit, Recalled
+from ..storage import IntegrityViolation
+from ..storage.session import END
+from .recall import SCOPES, SNIPPET, Hit, Recalled, SearchError, terms_of
 
 if TYPE_CHECKING:
     from .conversation import Conversation
@@ -36,6 +48,12 @@ DEFAULT_WINDOW = 2
 MAX_WINDOW = 10
 ECHOES = 8  # hits asked beyond the limit, for the recall tools' own events left out
 MAX_ASK = 500
+MAX_ID = END - 1  # no event's id is larger (and a larger one cannot be bound to SQL)
+MAX_QUERY_CHARS = 1000
+MAX_QUERY_WORDS = 64  # words and "quoted phrases"; a search is one clause of SQL per word
+MAX_TOOL_CHARS = 200
+SHOWN_CHARS = 60  # of a bad argument's value, in an error
+ARGUMENTS = {SEARCH: ("query", "scope", "limit", "tool"), READ: ("event_id", "window")}
 
 RECALL_PROMPT = (
     "Your context is condensed as the conversation grows: older events are replaced by a "
@@ -150,32 +168,63 @@ def call_recall_tool(conv: "Conversation", name: str, arguments: str | Mapping[s
 
 def run_recall_tool(conv: "Conversation", name: str, arguments: str | Mapping[str, Any] | None) -> RecallToolResult:
     """``call_recall_tool``, saying whether the result is an error."""
+    ignored: list[str] = []
     try:
         args = _parse(arguments)
-        if name == SEARCH:
-            query = _string(args, "query", required=True)
-            scope = _string(args, "scope") or "forgotten"
-            if scope not in SCOPES:
-                raise _BadArguments(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
-            limit = _integer(args, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-            tool = _string(args, "tool")
-            assert query is not None
-            return RecallToolResult(format_hits(search(conv, query, limit, scope, tool), query, scope, tool))
-        if name == READ:
-            if "event_id" not in args or args["event_id"] is None:
-                raise _BadArguments("event_id is required: the N of an [event N] tag")
-            seq = _integer(args, "event_id", 0, 0, None)
-            window = _integer(args, "window", DEFAULT_WINDOW, 0, MAX_WINDOW)
-            try:
-                recalled = conv.read(seq, window=window, max_chars=READ_MAX_CHARS)
-            except EventNotFound:
-                raise _BadArguments(
-                    f"there is no event {seq} in this conversation; ids come from the [event N] tags of recall_search"
-                ) from None
-            return RecallToolResult(format_recalled(recalled))
-        raise _BadArguments(f"unknown tool {name!r}; the recall tools are {' and '.join(RECALL_TOOL_NAMES)}")
-    except (_BadArguments, OpenHandsMemoryError) as e:
-        return RecallToolResult(f"Error: {e}", is_error=True)
+        ignored = [key for key in args if key not in ARGUMENTS.get(name, args)]
+        result = _run(conv, name, args)
+    except (_BadArguments, SearchError) as e:  # the call, not the database: the model can fix it
+        result = RecallToolResult(f"Error: {e}", is_error=True)
+    except OpenHandsMemoryError as e:  # the library's own (an index switched off, a lost server)
+        result = RecallToolResult(f"Error: {name} failed: {e}", is_error=True)
+    except _driver_errors() as e:  # a fault of the database the library has no name for
+        text = " ".join(str(e).split()) or "no message"
+        result = RecallToolResult(f"Error: {name} failed: the database: {type(e).__name__}: {text}", is_error=True)
+    if ignored:
+        takes = ", ".join(ARGUMENTS[name])
+        result = RecallToolResult(
+            f"{result.text}\n(Ignored {', '.join(_shown(k) for k in ignored)}: {name} takes only {takes}; "
+            "it always serves this conversation.)", result.is_error)
+    return result
+
+
+def _run(conv: "Conversation", name: str, args: Mapping[str, Any]) -> RecallToolResult:
+    if name == SEARCH:
+        query = _string(args, "query", MAX_QUERY_CHARS, required=True)
+        assert query is not None
+        words = len(terms_of(query))
+        if words > MAX_QUERY_WORDS:
+            raise _BadArguments(f"the query has {words:,} words; give at most {MAX_QUERY_WORDS}, the most "
+                                "distinctive ones (a \"quoted phrase\" counts as one)")
+        scope = _string(args, "scope", 20) or "forgotten"
+        if scope not in SCOPES:
+            raise _BadArguments(f"scope must be one of {', '.join(SCOPES)}, not {_shown(scope)}")
+        limit = _integer(args, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        tool = _string(args, "tool", MAX_TOOL_CHARS)
+        return RecallToolResult(format_hits(search(conv, query, limit, scope, tool), query, scope, tool))
+    if name == READ:
+        if "event_id" not in args or args["event_id"] is None:
+            raise _BadArguments("event_id is required: the N of an [event N] tag")
+        seq = _integer(args, "event_id", 0, 0, None)
+        window = _integer(args, "window", DEFAULT_WINDOW, 0, MAX_WINDOW)
+        try:
+            if seq > MAX_ID:
+                raise EventNotFound(conv.id, seq)
+            recalled = conv.read(seq, window=window, max_chars=READ_MAX_CHARS)
+        except EventNotFound:
+            raise _BadArguments(f"there is no event {_number(seq)} in this conversation; ids come from the "
+                                "[event N] tags of recall_search") from None
+        return RecallToolResult(format_recalled(recalled))
+    raise _BadArguments(f"unknown tool {repr(name)[:SHOWN_CHARS]}; the recall tools are "
+                        f"{' and '.join(RECALL_TOOL_NAMES)}")
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    """The database drivers' errors (a damaged file, a server's refusal), which the library
+    lets through on reads; PostgreSQL's only once its driver is loaded."""
+    errors: tuple[type[BaseException], ...] = (sqlite3.Error, IntegrityViolation)
+    psycopg = sys.modules.get("psycopg")
+    return errors + (psycopg.Error,) if psycopg is not None else errors
 
 
 def search(conv: "Conversation", query: str, limit: int, scope: str, tool: str | None = None) -> list[Hit]:
@@ -230,7 +279,7 @@ def format_hits(hits: list[Hit], query: str, scope: str, tool: str | None = None
         else:
             text += " Try other words or a shorter fragment."
         return text
-    head = f"{len(hits)} event{'s' if len(hits) != 1 else ''} match {query!r} {where}{only}, best first:"
+    head = f"{len(hits)} {'event matches' if len(hits) == 1 else 'events match'} {query!r} {where}{only}, best first:"
     foot = "Read one in full with recall_read(event_id=N), N from its [event N] tag."
     lines = [head]
     used = len(head) + len(foot) + 2
@@ -276,32 +325,65 @@ def _parse(arguments: str | Mapping[str, Any] | None) -> Mapping[str, Any]:
             arguments = json.loads(arguments)
         except ValueError as e:
             raise _BadArguments(f"the arguments are not JSON ({e})") from None
+        except RecursionError:
+            raise _BadArguments("the arguments are not JSON this can read (nested too deep)") from None
     if not isinstance(arguments, Mapping):
         raise _BadArguments(f"the arguments must be a JSON object, not {type(arguments).__name__}")
     return arguments
 
 
-def _string(args: Mapping[str, Any], key: str, *, required: bool = False) -> str | None:
+def _shown(value: Any) -> str:
+    """``value`` as JSON spells it, cut to SHOWN_CHARS; a lone surrogate as its escape, so
+    that the reply is text a model's API can carry."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
+def _number(n: int) -> str:
+    text = str(n)
+    return text if len(text) <= 24 else f"{text[:12]}… ({len(text):,} digits)"
+
+
+def _string(args: Mapping[str, Any], key: str, most: int, *, required: bool = False) -> str | None:
     value = args.get(key)
     if value is None:
         if required:
             raise _BadArguments(f"{key} is required")
         return None
     if not isinstance(value, str):
-        raise _BadArguments(f"{key} must be a string, not {json.dumps(value)}")
+        raise _BadArguments(f"{key} must be a string, not {_shown(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate: JSON can spell one, no text holds one
+        raise _BadArguments(f"{key} holds a lone surrogate (U+{ord(value[e.start]):04X} at character {e.start}), "
+                            "which is not text") from None
+    if len(value) > most:
+        raise _BadArguments(f"{key} is {len(value):,} characters long; give at most {most:,}")
     return value
 
 
 def _integer(args: Mapping[str, Any], key: str, default: int, low: int, high: int | None) -> int:
+    """A whole number (a float without a fraction, or digits in a string, are taken too), at
+    least ``low``; a larger one than ``high`` is taken as ``high`` (the specs' maximum)."""
     value = args.get(key)
     if value is None:
         return default
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _BadArguments(f"{key} must be an integer, not {json.dumps(value)}")
-    if value < low:
-        raise _BadArguments(f"{key} must be at least {low}, not {value}")
-    return value if high is None else min(value, high)
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():  # never NaN nor infinite
+        number = int(value)
+    elif isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:  # not digits, or more digits than Python reads
+            number = None
+    if number is None:
+        raise _BadArguments(f"{key} must be an integer, not {_shown(value)}")
+    if number < low:
+        raise _BadArguments(f"{key} must be at least {low}, not {_number(number)}")
+    return number if high is None else min(number, high)

@@ -221,3 +221,98 @@ def test_a_recall_tool_needs_a_database(database_url, tmp_path):
         assert "No event matches" in tool(RecallSearchAction(query="zorblax_gadget", scope="all")).text
     finally:
         tool.executor.close()
+
+
+# --- whatever the model sends: the SDK's own check, then the tool's ----------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+
+from openhands_memory.conversation import Conversation  # noqa: E402
+from openhands_memory.integrations.openhands_sdk.recall_tools import (  # noqa: E402
+    RecallExecutor,
+    RecallReadAction,
+    RecallSearchAction,
+)
+
+EDGES = [2**63, 2**64, -(2**63) - 1, 2**62, 10**300, 1e300, -1e300, float("nan"), float("inf"), 0.5, True, None,
+         "", "1e3", "9" * 5000, "x\ud800", "\udcff", "a\x00b", " ".join(["w"] * 1000), "é" * 100_000, [], {}]
+VALUES = st.one_of(st.sampled_from(EDGES), st.integers(), st.floats(), st.text(max_size=30))
+ACTIONS = {"recall_search": RecallSearchAction, "recall_read": RecallReadAction}
+
+
+@pytest.fixture
+def recalled(database_url):
+    with EventStore(database_url) as store:
+        conv = store.create_conversation("mine")
+        conv.append_many([f.system(), f.user("the widget tests fail")])
+        for i in range(30):
+            text = ERROR if i == 3 else f"ran {i}"
+            conv.append_many([f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}", text)])
+        yield Conversation(store, "mine")
+
+
+@pytest.mark.parametrize("name", ["recall_search", "recall_read"])
+def test_any_arguments_the_sdk_lets_through_come_back_as_observations(recalled, name):
+    """The SDK checks the arguments' types (an int may be 2^63, a float 1e300 is an int to
+    pydantic, a str may hold a lone surrogate, NUL, 100,000 characters); what passes reaches
+    the executor, which answers with an observation, an error one where it must, and never
+    raises (it once hid an OverflowError behind a catch-all)."""
+    executor = RecallExecutor(name, recalled)
+    required = "query" if name == "recall_search" else "event_id"
+    optional = sorted(set(ACTIONS[name].model_fields) - {"kind", required})
+    reached = []
+
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(arguments=st.fixed_dictionaries({required: VALUES}, optional={k: VALUES for k in optional}))
+    def run(arguments):
+        try:
+            action = ACTIONS[name].model_validate(arguments)  # what Agent does with a tool call
+        except ValidationError:
+            return  # the SDK tells the model itself, before any tool runs
+        reached.append(arguments)
+        observation = executor(action)
+        text = observation.text
+        text.encode("utf-8")
+        assert text.startswith("Error: ") == observation.is_error, text[:300]
+
+    run()
+    assert reached  # some got past the SDK's check, so the executor was tried
+
+
+@pytest.mark.parametrize("name, arguments, says", [
+    ("recall_read", {"event_id": 2**63}, "Error: there is no event 9223372036854775808 in this conversation"),
+    ("recall_read", {"event_id": 9.2e18}, "Error: there is no event 9200000000000000000 in this conversation"),
+    ("recall_search", {"query": "x\ud800"}, "Error: query holds a lone surrogate (U+D800 at character 1)"),
+    ("recall_search", {"query": "é" * 100_000}, "Error: query is 100,000 characters long; give at most 1,000"),
+])
+def test_what_once_raised_is_an_error_observation(recalled, name, arguments, says):
+    observation = RecallExecutor(name, recalled)(ACTIONS[name].model_validate(arguments))
+    assert observation.is_error and observation.text.startswith(says), observation.text
+
+
+def test_unknown_arguments_are_refused_by_the_sdk_before_the_tool(recalled):
+    """The SDK's actions forbid extra fields: a conversation_id the model invents is an error
+    the SDK sends back; no tool of another conversation is ever run."""
+    with pytest.raises(ValidationError, match="conversation_id"):
+        RecallSearchAction.model_validate({"query": "x", "conversation_id": "someone-else"})
+
+
+def test_a_damaged_database_is_an_error_observation_naming_it(tmp_path):
+    path = tmp_path / "damaged.db"
+    with EventStore(path) as store:
+        conv = store.create_conversation("mine")
+        conv.append_many([f.system(), f.user("the widget tests fail")])
+        for i in range(40):
+            conv.append_many([f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}", ERROR if i == 3 else f"ran {i}")])
+    with EventStore(path, readonly=True) as store:
+        executor = RecallExecutor("recall_search", Conversation(store, "mine"))
+        size = path.stat().st_size
+        with open(path, "r+b") as out:  # every page past the schema's, under the open store
+            out.seek(8192)
+            out.write(b"\xff" * (size - 8192))
+        observation = executor(RecallSearchAction(query="frobnicate_widget", scope="all"))
+        assert observation.is_error
+        assert observation.text == ("Error: recall_search failed: the database: DatabaseError: database disk image "
+                                    "is malformed")

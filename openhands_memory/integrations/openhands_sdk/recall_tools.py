@@ -22,8 +22,10 @@ of its own; the URL is saved with the agent in ``base_state.json``, so prefer a 
 password). Neither: the agent refuses to start, saying so.
 
 The tools' text is ``conversation.recall_tools``' (``run_recall_tool``), the same a litellm
-agent gets from ``call_recall_tool``; a bad call (an unknown event, a bad scope, a database
-error) comes back as an observation with ``is_error``, which the agent reads and corrects.
+agent gets from ``call_recall_tool``; a bad call (an unknown event, a bad scope, an id past
+what storage holds, text that is not UTF-8) or a database's fault comes back as an
+observation with ``is_error``, which the agent reads and corrects. (Arguments a tool does not
+take the SDK itself refuses, before the tool runs: its actions forbid extra fields.)
 Each tool brings ``RECALL_PROMPT`` as its ``prompt_guidance``, which the SDK adds to the
 system prompt once.
 """
@@ -120,11 +122,11 @@ class RecallExecutor(ToolExecutor):
                 f"not {conversation.state.id}", is_error=True,
             )
         arguments = action.model_dump(include=set(type(action).model_fields) - {"kind"})
-        try:
-            with self._locked():
-                result = run_recall_tool(self.conversation, self.name, arguments)
-        except Exception as e:  # a database error: the agent hears it and carries on
-            return result_type.from_text(f"Error: {self.name} failed: {type(e).__name__}: {e}", is_error=True)
+        # run_recall_tool checks every argument the model made (the SDK checked only their
+        # types) and says a database's fault as an error text; anything else is a bug, and
+        # raises to the SDK.
+        with self._locked():
+            result = run_recall_tool(self.conversation, self.name, arguments)
         return result_type.from_text(result.text, is_error=result.is_error)
 
     def close(self) -> None:
