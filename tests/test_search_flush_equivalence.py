@@ -155,3 +155,53 @@ def test_any_string_searches_or_is_one_search_error(store, query):
         conv.append_many([f.user("binary output x\0nul tokNULq"), f.user("(ab) \"cd\" -ef")])
     got = answer(conv, query)
     assert isinstance(got, frozenset) or "\n" not in got, got
+
+
+@pytest.mark.parametrize("filters, says", [
+    ({"tools": ["ter\0m"]}, "tool to search by holds a NUL"),
+    ({"kinds": ["\ud800"]}, "kind to search by is not valid text"),
+    ({"before": "2026\0"}, "before to search by holds a NUL"),
+    ({"after": "\udfff"}, "after to search by is not valid text"),
+    ({"limit": 2**61}, "limit must be at most 1,000,000,000"),
+])
+def test_a_filter_no_column_can_hold_is_one_search_error(store, filters, says):
+    """A kind, tool or timestamp is compared with a column, which cannot hold a NUL on
+    PostgreSQL (its driver raised DataError) nor a lone surrogate on either backend."""
+    conv = store.create_conversation("c")
+    conv.append_many([f.action("r", "c0", tool="terminal"), f.observation("c0", "binary x\0nul")])
+    assert [h.seq for h in conv.search("binary", scope="all", tools=["terminal"])] == [1]
+    with pytest.raises(SearchError, match=says):
+        conv.search("binary", scope="all", **filters)
+
+
+def test_the_waiting_words_follow_rewrites_flushes_other_conversations_and_rollbacks(store):
+    """SQLite keeps the waiting texts' words from one search to the next, each text spelled
+    again only when its row changes: a rewrite of the same length, a flush, another
+    conversation searched in between and a write rolled back are all seen."""
+    from openhands_memory.storage.codec import event_row
+    from openhands_memory.storage.search import SearchFilters
+
+    def words(cid: str, word: str) -> list[int]:
+        with store.reading() as db:
+            return [s for s, _ in db.search_words(cid, [word], 10_000, 50, SearchFilters())]
+
+    conv, other = store.create_conversation("c"), store.create_conversation("other")
+    at = conv.append(f.user("the frobnicate step"))
+    other.append(f.user("the frobnicate step elsewhere"))
+    assert words("c", "frobnicate") == [at] and words("other", "frobnicate") == [0]
+    rewritten = conv.get(at).to_json().replace("frobnicate", "quuxifyzzz")  # the same length
+    with store.writing() as db:
+        db.set_payloads("c", [(at, rewritten)])
+    assert words("c", "frobnicate") == [] and words("c", "quuxifyzzz") == [at]
+    class Undone(Exception):
+        pass
+
+    with pytest.raises(Undone):
+        with store.writing("c") as db:
+            db.insert_events([event_row("c", at + 1, f.user("zyzzyva in a write undone"))])
+            assert [s for s, _ in db.search_words("c", ["zyzzyva"], 10_000, 50, SearchFilters())] == [at + 1]
+            raise Undone  # the write is rolled back
+    assert words("c", "zyzzyva") == [] and words("c", "quuxifyzzz") == [at]
+    conv.append_many([f.user(f"step {i}") for i in range(flush_at(store))])
+    assert watermark(store, "c") >= at and words("c", "quuxifyzzz") == [at]  # from the index now
+    assert words("other", "frobnicate") == [0]

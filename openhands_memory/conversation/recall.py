@@ -42,6 +42,9 @@ MAX_PAGES = 25
 #: The longest query searched (characters): a long error line fits; a pasted page would cost
 #: seconds of matching and pass SQLite's limit on a LIKE pattern (50,000 bytes).
 MAX_QUERY = 2000
+#: The most hits asked for: more than any history holds (a page asks four times as many of
+#: each list, which SQL's LIMIT must still hold as a 64-bit integer).
+MAX_LIMIT = 1_000_000_000
 
 
 class SearchError(OpenHandsMemoryError, ValueError):
@@ -109,6 +112,21 @@ def query_text(query: str) -> str:
     return query
 
 
+def _check_filters(filters: SearchFilters) -> None:
+    """A kind, tool name or timestamp to keep is compared with a column, which PostgreSQL
+    cannot give a NUL (nor either backend a lone surrogate): such a value is a
+    ``SearchError``, on both backends alike, not the driver's."""
+    named = [("kind", k) for k in filters.kinds] + [("tool", t) for t in filters.tools] + [
+        (name, v) for name, v in (("before", filters.before), ("after", filters.after)) if v is not None]
+    for name, value in named:
+        if "\0" in value:
+            raise SearchError(f"the {name} to search by holds a NUL character (U+0000), which a filter cannot")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise SearchError(f"the {name} to search by is not valid text: {e.reason} at character {e.start}") from None
+
+
 def terms_of(query: str) -> list[str]:
     """The words of a query (a quoted part is one phrase)."""
     out = []
@@ -140,7 +158,10 @@ def search(
         raise SearchIndexOff(label)
     if limit < 1:
         raise SearchError(f"limit must be at least 1, not {limit}")
+    if limit > MAX_LIMIT:
+        raise SearchError(f"limit must be at most {MAX_LIMIT:,}, not {limit}")
     query = query_text(query)
+    _check_filters(filters)
     terms = terms_of(query)
     if not terms:
         raise SearchError("the query is empty: give a word, a phrase in quotes, or a fragment of 3 characters or more")

@@ -478,29 +478,36 @@ class Session(InspectionQueries):
             f"ORDER BY event_words.rowid DESC LIMIT {int(limit)}",
             (cid, words, key << search.SHIFT, (key << search.SHIFT) | upto, *params),
         )]
-        waiting = self._waiting_words(cid, filters).match(words, upto, limit)
-        return self._newest(found, waiting, limit)
+        return self._newest(found, self._waiting_words(cid, words, upto, limit, filters), limit)
 
-    #: The waiting texts in FTS5 (SQLite): the state of the database they were read in (a
-    #: search reads pages of matches, each of them through it), and the table.
-    _waiting: tuple[tuple[Any, ...], search_waiting.WaitingWords] | None = None
+    #: The waiting texts of the conversation searched last, in FTS5 (SQLite), kept in step
+    #: from one search to the next (``search_waiting.WaitingWords``).
+    _waiting: search_waiting.WaitingWords | None = None
 
-    def _waiting_words(self, cid: str, filters: SearchFilters) -> search_waiting.WaitingWords:
-        """The texts of the events above ``cid``'s watermark that ``filters`` keep, in an
-        FTS5 table of the index's tokenizer, read again once the database has changed (a
-        write of this connection, a commit of another)."""
-        state = (cid, filters, self.conn.total_changes, self.one("PRAGMA data_version"))
-        if self._waiting is None or self._waiting[0] != state:
+    def _waiting_words(self, cid: str, words: str, upto: int, limit: int,
+                       filters: SearchFilters) -> list[tuple[int, float]]:
+        """(id, score) of the newest events above ``cid``'s watermark, up to ``upto``, kept
+        by ``filters``, whose text matches the FTS5 query ``words`` as the index would."""
+        where, params = self._search_filters(filters)
+        rows = self.all(
+            f"SELECT e.id, e.kind, CAST(e.payload AS BLOB), 1{where} FROM event e WHERE e.conversation_id = ? "
+            f"AND e.id > {search.upto_of('?')} AND e.kind IN ({search.KIND_LIST})",
+            (*params, cid, cid),
+        )
+        if self._waiting is None or self._waiting.conversation_id != cid:
             if self._waiting is not None:
-                self._waiting[1].close()
-            where, params = self._search_filters(filters)
-            rows = self.all(
-                f"SELECT e.id, {self.TEXT_OF_EVENT} FROM event e WHERE e.conversation_id = ? "
-                f"AND e.id > {search.upto_of('?')} AND e.kind IN ({search.KIND_LIST}){where}",
-                (cid, cid, *params),
-            )
-            self._waiting = (state, search_waiting.WaitingWords((s, t) for s, t in rows if t is not None))
-        return self._waiting[1]
+                self._waiting.close()
+            self._waiting = search_waiting.WaitingWords(cid)
+        self._waiting.sync({i: (kind, payload) for i, kind, payload, _ in rows}, lambda ids: self._texts(cid, ids))
+        return self._waiting.match(words, upto, limit, {i for i, _, _, kept in rows if kept})
+
+    def _texts(self, cid: str, ids: Sequence[int]) -> list[tuple[int, str | None]]:
+        """(id, searchable text as the index spells it) of these events."""
+        found: list[tuple[int, str | None]] = []
+        for chunk in chunks(list(ids), 500):
+            found += self.all(f"SELECT e.id, {self.TEXT_OF_EVENT} FROM event e WHERE e.conversation_id = ? "
+                              f"AND e.id IN ({', '.join('?' for _ in chunk)})", (cid, *chunk))
+        return found
 
     @staticmethod
     def _newest(found: list[Any], waiting: list[Any], limit: int) -> list[Any]:
