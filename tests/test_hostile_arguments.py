@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -174,8 +175,11 @@ LONE_SURROGATE = st.tuples(st.text(max_size=8), st.characters(min_codepoint=0xD8
 # Up to what Linux lets one argument be (128 KiB).
 HUGE = st.tuples(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
                  st.integers(10_000, 32_000)).map(lambda p: p[0] * p[1])
+# and text that does not compress: PostgreSQL's index on a conversation's id holds 8 KB of it
+NOISE = st.integers(0, 2**32).map(
+    lambda seed: "".join(map(chr, random.Random(seed).choices(range(0x4E00, 0x9FFF), k=12_000))))
 ENCODING = st.one_of(NOT_UTF8, WITH_NUL, LONE_SURROGATE)
-TEXT = st.one_of(ENCODING, HUGE, st.text(max_size=40))
+TEXT = st.one_of(ENCODING, HUGE, NOISE, st.text(max_size=40))
 INTEGERS = st.one_of(st.sampled_from(INT_EDGES), st.integers()).map(str)
 NUMBERS = st.one_of(INTEGERS, st.sampled_from(FLOAT_WORDS), st.floats().map(repr))
 HOSTILE = {
