@@ -49,6 +49,33 @@ def complement(hidden: Iterable[Run], upto: int, start: int = 0) -> list[Run]:
     return out
 
 
+def _parts(runs: Iterable[Run], intervals: Sequence[tuple[int, ...]]) -> Iterator[tuple[int, int, int]]:
+    """(k, lo, hi) for each part of ``runs`` inside ``intervals[k]`` (sorted, disjoint; each
+    starts with its first and last id)."""
+    starts = [iv[0] for iv in intervals]
+    for s, e in runs:
+        k = max(bisect.bisect_right(starts, s) - 1, 0)
+        while k < len(intervals) and intervals[k][0] <= e:
+            lo, hi = max(s, intervals[k][0]), min(e, intervals[k][1])
+            if lo <= hi:
+                yield k, lo, hi
+            k += 1
+
+
+def within(runs: Iterable[Run], intervals: Sequence[Run]) -> list[Run]:
+    """The parts of ``runs`` that lie inside ``intervals`` (sorted, disjoint): each run cut
+    where the intervals leave a gap, as sorted disjoint runs."""
+    return merge((lo, hi) for _, lo, hi in _parts(runs, intervals))
+
+
+def moved(runs: Iterable[Run], moves: Sequence[tuple[int, int, int]]) -> list[Run]:
+    """``runs`` renumbered as a fork renumbers a path: ``moves`` are (start, end, shift) per
+    interval (sorted, disjoint); each part of a run inside an interval moves by that
+    interval's own shift, and parts outside every interval are dropped (they name no row the
+    fork holds). Parts that become adjacent are joined."""
+    return merge((lo + moves[k][2], hi + moves[k][2]) for k, lo, hi in _parts(runs, moves))
+
+
 def count(runs: Iterable[Run]) -> int:
     return sum(e - s + 1 for s, e in runs)
 

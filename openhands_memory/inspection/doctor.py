@@ -32,10 +32,11 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import ranges
-from ..storage import hidden
+from ..storage import condensations, hidden
 from ..storage.session import Session
 
 if TYPE_CHECKING:
@@ -70,10 +71,12 @@ class Plan:
     missing_rows: list[int] = field(default_factory=list)  # Condensation events without a row
     missing_ranges: dict[int, list[ranges.Run]] = field(default_factory=dict)
     stray_ranges: list[int] = field(default_factory=list)  # condensation ids with ranges, no row
+    off_path: list[int] = field(default_factory=list)  # condensations whose ranges span ids off their path
     hidden_wrong: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.dangling or self.missing_rows or self.missing_ranges or self.stray_ranges or self.hidden_wrong)
+        return bool(self.dangling or self.missing_rows or self.missing_ranges or self.stray_ranges
+                    or self.off_path or self.hidden_wrong)
 
 
 @dataclass
@@ -192,6 +195,40 @@ def _condensations(db: Session, cid: str, after: int, problems: list[Problem], p
                                     f"forgotten ranges point at condensation {cond}, which does not exist", True, [cond]))
 
 
+def _runs(runs: list[ranges.Run]) -> str:
+    return ", ".join(str(s) if s == e else f"{s}..{e}" for s, e in runs) or "none"
+
+
+def _ranges_on_path(db: Session, cid: str, rows: list[tuple[int, int, int]], problems: list[Problem],
+                    plan: Plan) -> None:
+    """Each forgotten range of ``rows`` ((condensation, start, end)) lies among the events
+    before its condensation and inside one interval of that condensation's path. A range
+    that spans a jump of the path (written before ranges were cut at jumps) names rows of
+    other branches: the view never shows them anyway, but a fork moved the whole range by one
+    interval's shift and hid what followed. Cutting it at the jumps is read from the parents
+    alone (fixable); a range outside the events before its condensation says nothing about
+    what was meant (reported only)."""
+    branched = bool(rows) and bool(db.jumps(cid))
+    paths: dict[int, list[ranges.Run]] = {}
+    for cond, start, end in rows:
+        if not 0 <= start <= end < cond:
+            problems.append(Problem(cid, "forgotten range outside its events",
+                                    f"condensation {cond} forgets {start}..{end}, which is not among the events "
+                                    f"before it (0..{cond - 1}); fix by hand", False, [cond]))
+            continue
+        if cond not in paths:
+            paths[cond] = db.path(cid, cond) if branched else [(0, cond)]
+        path = paths[cond]
+        if any(s <= start and end <= e for s, e in path):
+            continue
+        problems.append(Problem(cid, "forgotten range off its path",
+                                f"condensation {cond} forgets {start}..{end}, which spans events off its path "
+                                f"({_runs(path)}); on its path that is "
+                                f"{_runs(condensations.on_path([(start, end)], path, cond))}", True, [cond]))
+        if cond not in plan.off_path:
+            plan.off_path.append(cond)
+
+
 def _hidden_full(db: Session, cid: str, problems: list[Problem], plan: Plan) -> None:
     want, have = hidden.replay(db, cid), hidden.stored(db, cid)
     if want != have:
@@ -236,6 +273,7 @@ def check_conversation(db: Session, cid: str, full: bool,
     if full:
         _calls(db, cid, -1, problems, plan, min_age)
         _condensations(db, cid, -1, problems, plan)
+        _ranges_on_path(db, cid, db.forgotten_ranges(cid), problems, plan)
         _hidden_full(db, cid, problems, plan)
         return problems, plan, count
     latest = db.latest_condensation(cid)
@@ -245,6 +283,7 @@ def check_conversation(db: Session, cid: str, full: bool,
     previous = db.latest_condensation(cid, latest - 1)
     _calls(db, cid, latest, problems, plan, min_age)
     _condensations(db, cid, latest - 1, problems, plan)
+    _ranges_on_path(db, cid, [(latest, s, e) for s, e in db.ranges_of(cid, latest)], problems, plan)
     if not plan.missing_rows:
         if db.jumps(cid):  # a history tree: runs in force depend on each condensation's path
             _hidden_full(db, cid, problems, plan)
@@ -253,11 +292,35 @@ def check_conversation(db: Session, cid: str, full: bool,
     return problems, plan, count
 
 
+def _other_names(store: "EventStore") -> list[Problem]:
+    """A database file is written through one name. SQLite keeps a WAL per name: two names
+    of one file (hard links) in use have two WALs, each copied into the file over pages the
+    other wrote, and a WAL left beside another name is copied in when the file is next
+    opened by that name, over whatever was written since."""
+    from ..files import other_names
+
+    path = store.location.path
+    if path is None:  # a server's database has no file names
+        return []
+    found = []
+    for other in other_names(path):
+        wal = Path(f"{other}-wal")
+        if wal.exists() and wal.stat().st_size:
+            found.append(Problem(None, "another name", (
+                f"{other} is another name (a hard link) of this file, with a WAL of its own ({wal}, "
+                f"{wal.stat().st_size:,} bytes) that SQLite copies into the file when it is opened as {other}, over "
+                f"what was written through {path.name} since; open the database by one name only, and move {wal} "
+                f"aside once nothing has it open as {other}")))
+    return found
+
+
 def check(store: "EventStore", *, full: bool = False, progress: Progress | None = None,
           min_age: float = DEFAULT_MIN_AGE) -> Report:
     """Check every conversation (quick, or ``full``); see the module's docstring. ``min_age``:
     what a later ``repair`` of the report leaves to a live agent."""
     report = Report(full, min_age=min_age)
+    if full:
+        report.problems += _other_names(store)
     with store.reading() as db:
         report.problems += [Problem(None, p.split(":", 1)[0], p.split(": ", 1)[-1]) for p in db.file_problems(full)]
         cids = [c for c, _, _ in db.conversations()]
@@ -275,6 +338,25 @@ def check(store: "EventStore", *, full: bool = False, progress: Progress | None 
     return report
 
 
+def _cut_at_jumps(db: Session, cid: str, cond: int, done: list[str], left: list[str]) -> bool:
+    """Rewrite the ranges of condensation ``cond`` as what they forget on its path (read again
+    under the repair's lock); whether they changed. Left alone when one of them lies outside
+    the events before it: which ids were meant cannot be known."""
+    have = db.ranges_of(cid, cond)
+    if any(not 0 <= s <= e < cond for s, e in have):
+        left.append(f"{cid}: condensation {cond} forgets ids outside the events before it; its ranges were "
+                    "left as they are")
+        return False
+    want = condensations.on_path(have, db.path(cid, cond), cond)
+    if want == have:
+        return False
+    db.delete_ranges(cid, cond)
+    db.insert_ranges(cid, cond, want)
+    done.append(f"{cid}: cut the ranges condensation {cond} forgot at the jumps of its path: {_runs(have)} -> "
+                f"{_runs(want)}")
+    return True
+
+
 @dataclass
 class Repaired:
     fixed: list[str] = field(default_factory=list)
@@ -288,7 +370,6 @@ def repair(store: "EventStore", report: Report) -> Repaired:
     repair checked again under it: what no longer needs it, or may race a live agent, is
     left, saying why."""
     from ..events import AgentErrorEvent, event_from_json
-    from ..storage import condensations
     from ..conversation import Conversation
 
     out = Repaired()
@@ -311,6 +392,8 @@ def repair(store: "EventStore", report: Report) -> Repaired:
                     condensations.record(db, cid, seq, event_from_json(payload))  # type: ignore[arg-type]
                     done.append(f"{cid}: rebuilt the condensation row of event {seq} from its JSON")
                     rebuild = True
+            for cond in plan.off_path:
+                rebuild = _cut_at_jumps(db, cid, cond, done, left) or rebuild
             for seq, runs in plan.missing_ranges.items():
                 if not db.ranges_of(cid, seq):
                     db.insert_ranges(cid, seq, runs)

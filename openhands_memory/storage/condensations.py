@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Sequence
 
 from .. import ranges
 from ..errors import MalformedEvent
@@ -25,18 +26,30 @@ def validated_runs(cond: Condensation, seq: int) -> list[ranges.Run]:
     return runs
 
 
-def forgotten_runs(db: Session, cid: str, seq: int, cond: Condensation) -> list[ranges.Run]:
-    """The id runs a Condensation stored at ``seq`` forgets. External ids that name no stored
-    event (such as the SDK's ``<id>-summary``) are ignored, as the SDK ignores them."""
+def on_path(runs: Sequence[ranges.Run], path: Sequence[ranges.Run], seq: int) -> list[ranges.Run]:
+    """What ``runs`` forget on ``path``, the path of the condensation at ``seq``: the parts
+    before it on its path. A strategy names one range from the first to the last event of
+    each run it forgets in the view, which on a branch spans the ids of the branches left
+    between them; those rows were never the condensation's, and a fork renumbers each
+    interval of the path apart, so a range is cut at every jump of the path."""
+    return ranges.within(runs, [(s, min(e, seq - 1)) for s, e in path if s < seq])
+
+
+def forgotten_runs(db: Session, cid: str, seq: int, cond: Condensation,
+                   path: Sequence[ranges.Run] | None = None) -> list[ranges.Run]:
+    """The id runs a Condensation stored at ``seq`` forgets on its path (``path``: that
+    path, when the caller read it). External ids that name no stored event (such as the
+    SDK's ``<id>-summary``) are ignored, as the SDK ignores them."""
     runs = validated_runs(cond, seq)
     if cond.forgotten_event_ids:
         runs += ranges.runs_of(i for i, _ in db.seqs_of(cid, seq, cond.forgotten_event_ids))
-    return ranges.merge(runs)
+    return on_path(ranges.merge(runs), db.path(cid, seq) if path is None else path, seq)
 
 
 def record(db: Session, cid: str, seq: int, cond: Condensation) -> None:
     """Write what a Condensation stored at ``seq`` did, inside the caller's transaction."""
-    runs = forgotten_runs(db, cid, seq, cond)
+    path = db.path(cid, seq)
+    runs = forgotten_runs(db, cid, seq, cond, path)
     note = cond.note or CondensationNote()
     db.insert_condensation(
         cid,
@@ -52,4 +65,4 @@ def record(db: Session, cid: str, seq: int, cond: Condensation) -> None:
         ),
         runs,
     )
-    hidden.apply(db, cid, seq, runs)
+    hidden.apply(db, cid, seq, runs, path)

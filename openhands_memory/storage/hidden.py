@@ -53,10 +53,13 @@ def bridge(db: Session, cid: str, runs: list[Run], settled: Iterable[Run] = ()) 
     return [(s, e) for s, e in out]
 
 
-def apply(db: Session, cid: str, condensation_id: int, forgotten: list[Run]) -> list[Run]:
-    """Fold what condensation ``condensation_id`` forgot into the hidden runs of its path;
-    returns the runs hidden on it after. Runs inside the caller's write transaction."""
-    path = db.path(cid, condensation_id)
+def apply(db: Session, cid: str, condensation_id: int, forgotten: list[Run],
+          path: list[Run] | None = None) -> list[Run]:
+    """Fold what condensation ``condensation_id`` forgot into the hidden runs of its path
+    (``path``, when the caller read it); returns the runs hidden on it after. Runs inside
+    the caller's write transaction."""
+    if path is None:
+        path = db.path(cid, condensation_id)
     if len(path) == 1 and path[0][0] == 0:  # no branch on its path: the live runs are its
         before = db.hidden_live(cid)
         if not forgotten:

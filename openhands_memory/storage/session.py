@@ -16,6 +16,7 @@ import json
 from itertools import islice
 from typing import Any, Iterable, Iterator, Sequence
 
+from .. import ranges
 from ..events import TOOL_KINDS
 from ..ranges import Run
 from ..searchable import fold_nul
@@ -868,7 +869,10 @@ class Session(InspectionQueries):
     def copy_path(self, source: str, target: str, moves: Sequence[tuple[int, int, int]]) -> None:
         """Copy the rows of a path into another conversation (a fork): ``moves`` are
         (start, end, shift) per interval; each row lands at its id plus shift, and so do the
-        condensations and forgotten ranges among them (the hidden runs are rebuilt)."""
+        condensations among them. Their forgotten ranges are cut per interval, each part
+        moved by its own interval's shift (a range that spans a jump of the path, written
+        before ranges were cut at jumps, names rows of other branches between its parts);
+        the hidden runs are the caller's to rebuild."""
         cols = [c for c in EVENT_COLUMNS if c not in ("conversation_id", "id")]
         for s, e, shift in moves:
             self.execute(
@@ -882,14 +886,19 @@ class Session(InspectionQueries):
                 "tokens_before, tokens_after FROM condensation WHERE conversation_id = ? AND id BETWEEN ? AND ?",
                 (target, shift, source, s, e),
             )
-        for s, e, shift in moves:
-            for t, u, v in moves:
-                self.execute(
-                    "INSERT INTO forgotten_range (conversation_id, condensation_id, start_id, end_id) "
-                    "SELECT ?, condensation_id + ?, start_id + ?, end_id + ? FROM forgotten_range "
-                    "WHERE conversation_id = ? AND condensation_id BETWEEN ? AND ? AND start_id BETWEEN ? AND ?",
-                    (target, shift, v, v, source, s, e, t, u),
-                )
+        runs: dict[int, list[Run]] = {}
+        for s, e, _ in moves:
+            for cond, start, end in self.all(
+                "SELECT condensation_id, start_id, end_id FROM forgotten_range "
+                "WHERE conversation_id = ? AND condensation_id BETWEEN ? AND ?", (source, s, e),
+            ):
+                runs.setdefault(cond, []).append((start, end))
+        out = []
+        for cond, forgot in runs.items():
+            shift = next(d for s, e, d in moves if s <= cond <= e)
+            before = [(s, min(e, cond - 1), d) for s, e, d in moves if s < cond]  # its own path
+            out += [(target, cond + shift, a, b) for a, b in ranges.moved(forgot, before)]
+        self.executemany(INSERT_RANGE, out)
 
     # --- token counts (see conversation/tokens.py) -----------------------------------------
 

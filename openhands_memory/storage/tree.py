@@ -253,19 +253,14 @@ def base_state_with_head(text: str, leaf_uid: str | None) -> str:
 
 def shifted_condensation(payload: str, moves: Sequence[tuple[int, int, int]]) -> str | None:
     """A Condensation's JSON with the ids of its ``forgotten_ranges`` moved as a fork moves
-    rows (``moves``: start, end, shift per interval); None when it names no ranges."""
+    rows (``moves``: start, end, shift per interval); None when it names no ranges. A range
+    is cut per interval and each part moved by its own shift: a strategy's range may span a
+    jump of the path, and the ids of other branches inside it name no row of the fork."""
     data = json.loads(payload)
     runs = data.get("forgotten_ranges")
     if not runs:
         return None
-
-    def move(seq: int) -> int:
-        for s, e, shift in moves:
-            if s <= seq <= e:
-                return seq + shift
-        return seq
-
-    data["forgotten_ranges"] = [[move(a), move(b)] for a, b in runs]
+    data["forgotten_ranges"] = [list(run) for run in ranges.moved([(a, b) for a, b in runs], moves)]
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
