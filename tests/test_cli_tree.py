@@ -254,6 +254,39 @@ def test_fork_copies_a_branch_into_a_new_conversation(db):
     assert listed == {"tree-1": 7, "retry": 5, "first-line": 5, fresh: 5}
 
 
+def test_a_fork_of_a_branch_condensed_across_its_jump_keeps_its_context(database_url, tmp_path):
+    """30 events; HEAD back to 10; 5 more; condensed there (it forgets on both sides of the
+    jump); forked; 20 appended to the fork: the fork shows what its source showed, then what
+    was appended, and doctor --full and its ranges agree. Both backends, through the commands."""
+    def jsonl(name: str, texts: list[str]) -> Path:
+        path = tmp_path / name
+        path.write_text("".join(f.user(t).model_dump_json(exclude_none=True) + "\n" for t in texts))
+        return path
+
+    db = database_url
+    run("append", db, "S", jsonl("a.jsonl", [f"first line {i}" for i in range(30)]), "--create")
+    run("navigate", db, "S", 10)
+    run("append", db, "S", jsonl("b.jsonl", [f"branch {i}" for i in range(5)]))
+    out = run("condense", db, "S", "-t", "llm", "--set", "max_size=10", "--set", "keep_first=1").output
+    assert "forgets     12 of 16 events: 1..10, 30..31" in out
+    assert "forgot 12 (1..10, 30..31)" in run("history", db, "S", "--from", 35).output
+    history = json.loads(run("history", db, "S", "--json").output)  # the branch left is nobody's to forget
+    assert {r["id"]: r["forgotten_by"] for r in history if r["forgotten_by"] is not None} == {
+        i: 35 for i in [*range(1, 11), 30, 31]}
+    source = json.loads(run("view", db, "S", "--json").output)["events"]
+    assert [e["id"] for e in source] == [0, None, 32, 33, 34]
+
+    run("fork", db, "S", "--as", "F")
+    fork = json.loads(run("view", db, "F", "--json").output)["events"]
+    assert [e["event"] for e in fork] == [e["event"] for e in source]
+    assert run("append", db, "F", jsonl("c.jsonl", [f"after the fork {i}" for i in range(20)])).output == (
+        "appended 20 events to F: ids 17..36\n")
+    fork = json.loads(run("view", db, "F", "--json").output)["events"]
+    assert [e["event"] for e in fork[:5]] == [e["event"] for e in source]
+    assert [e["id"] for e in fork[5:]] == list(range(17, 37))
+    assert "is healthy" in run("doctor", db, "--full").output
+
+
 def test_fork_errors_write_nothing(db):
     run("fork", db, "tree-1", "--as", "taken")
     assert refused(db, "fork", db, "tree-1", "--at", 2, "--as", "taken") == (
