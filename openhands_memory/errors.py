@@ -277,9 +277,10 @@ class OverwritesInput(OpenHandsMemoryError, ValueError):
     """A command was asked to write a file it reads: a database (or a file SQLite keeps
     beside one), a config, by any of its names (a hard or symbolic link counts)."""
 
-    def __init__(self, output: str, read: str):
+    def __init__(self, output: str, read: str, *, other_name: bool = False):
         self.output, self.read = output, read
-        super().__init__(f"{output} is the same file as {read}, which this command reads; nothing was written "
+        how = " (by another name: a hard or symbolic link)" if other_name else ""
+        super().__init__(f"{output} is {read}{how}, which this command reads; nothing was written "
                          "(give another path)")
 
 

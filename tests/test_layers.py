@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("conversation", ("conversation", "replay")),
     ("view", ("view",)),
-    ("storage", ("storage", "database", "sqlite_file", "migrate", "migrations")),
+    ("storage", ("storage", "database", "sqlite_file", "files", "migrate", "migrations")),
     ("events and schema", ("events", "errors", "schema", "ranges", "settings", "allocation", "searchable")),
 ]
 RANK = {name: i for i, (name, _) in enumerate(reversed(LAYERS))}

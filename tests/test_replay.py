@@ -245,7 +245,7 @@ def test_bad_input_is_one_line_and_exit_1_or_2(demo_db, args, message):
 
 def test_the_scratch_is_never_the_source(demo_db):
     result = CliRunner().invoke(cli, ["replay", str(demo_db), "demo", "--scratch", str(demo_db)], env=ENV)
-    assert result.exit_code == 2 and "never writes its source" in result.output
+    assert result.exit_code == 1 and f"is the database {demo_db}, which this command reads" in result.output
 
 
 # --- model summaries: asked once, then reused ---------------------------------------------------

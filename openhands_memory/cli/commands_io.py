@@ -115,7 +115,9 @@ def export(db: str, conversation: str, fmt: str, output: Path | None, force: boo
       openhands-memory export agent.db fix-bug -o fix-bug.jsonl
       openhands-memory export agent.db fix-bug -f openhands -o ./fix-bug
     """
+    from ..files import database_files, refuse_overwrite, replace_whole
     from ..io import jsonl, sdk
+    from .opening import is_url
 
     if as_json and fmt == "jsonl" and (output is None or str(output) == "-"):
         raise click.UsageError("--json reports on a written file: give -o FILE (stdout holds the events)")
@@ -135,15 +137,11 @@ def export(db: str, conversation: str, fmt: str, output: Path | None, force: boo
         if output is None or str(output) == "-":
             jsonl.write_jsonl(conv, sys.stdout)
             return
+        if not is_url(db):
+            refuse_overwrite(output, database_files(db))
         if output.exists() and not force:
             raise click.ClickException(f"{output} already exists (use --force to overwrite it)")
-        partial = output.with_name(f".{output.name}.partial")
-        try:
-            with open(partial, "w", encoding="utf-8") as f:
-                n = jsonl.write_jsonl(conv, f)
-            os.replace(partial, output)
-        finally:
-            partial.unlink(missing_ok=True)
+        n = replace_whole(output, lambda f: jsonl.write_jsonl(conv, f))
         if as_json:
             echo_json({"conversation": conv.id, "format": fmt, "path": str(output), "events": n, "notes": []})
             return

@@ -16,7 +16,7 @@ import click
 from . import UserError, output_format
 from .commands_condense import build_condenser, llm_condensers
 from .opening import conversation as open_conversation
-from .opening import open_reader, open_store, shown
+from .opening import is_url, open_reader, shown
 from .output import Column, Table, progress_bar, say
 from .params import DATABASE, TEXT, number, path
 
@@ -102,8 +102,8 @@ def _counter(tokenizer: str | None, model: str | None) -> Any:
 @click.option("--max-cost", type=number(0), default=1.0, show_default=True,
               help="With --llm: USD the summary calls may spend before the replay stops.")
 @click.option("--scratch", type=path(dir_okay=False, path_type=Path),
-              help="The scratch database (kept). Default with --llm: ~/.cache/openhands-memory/replay.db; "
-                   "otherwise a throwaway one.")
+              help="The scratch database (kept): a new path, or one an earlier replay made. Default with "
+                   "--llm: ~/.cache/openhands-memory/replay.db; otherwise a throwaway one.")
 @click.option("--html", "html_file", type=path(dir_okay=False, path_type=Path),
               help="Also write one self-contained HTML page: input tokens per call, per strategy.")
 @click.option("--svg", "svg_file", type=path(dir_okay=False, path_type=Path),
@@ -145,37 +145,69 @@ def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[
     if scratch is None and llm_model is not None:
         scratch = DEFAULT_SCRATCH
         scratch.parent.mkdir(parents=True, exist_ok=True)
-    if scratch is not None and Path(db).expanduser().resolve() == scratch.expanduser().resolve():
-        raise click.UsageError("--scratch must not be DB: a replay never writes its source")
-    results = _replay_all(source, ids, strategies, counter, prices, scratch, max_cost if llm_model else None)
+    _refuse_outputs(db, configs, scratch, html_file, svg_file)
+    results, warning = _replay_all(source, ids, strategies, counter, prices, scratch,
+                                   max_cost if llm_model else None)
     from ..replay.run import aggregate
 
     report: "Replay | ReplaySet" = results[0] if len(results) == 1 and not every else aggregate(results)
-    written = []
-    if html_file is not None:
-        from ..replay.chart import html_page
-
-        html_file.write_text(html_page(report), encoding="utf-8")
-        written.append(html_file)
-    if svg_file is not None:
-        from ..replay.chart import svg_chart
-
-        svg_file.write_text(svg_chart(results[0]), encoding="utf-8")
-        written.append(svg_file)
+    written = _write_outputs(report, results[0], html_file, svg_file)
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
     else:
         _echo(report)
         if written:
             say(f"Wrote {' and '.join(str(p) for p in written)}.")
+    if warning is not None:
+        click.echo(f"Warning: {warning}", err=True)
+
+
+def _refuse_outputs(db: str, configs: Sequence[str], scratch: Path | None, html_file: Path | None,
+                    svg_file: Path | None) -> None:
+    """Before anything runs: no output may be a file the replay reads (by any of its names),
+    nor the scratch database, nor the other output."""
+    from ..files import clashes, database_files, refuse_overwrite
+
+    reads = {} if is_url(db) else database_files(db)
+    reads.update({Path(spec.partition(":")[0]): f"the config {spec.partition(':')[0]}" for spec in configs})
+    if scratch is not None:
+        reads.update(database_files(scratch))
+    for option, path in (("--html", html_file), ("--svg", svg_file)):
+        if path is not None:
+            refuse_overwrite(path, reads, what=option)
+    same = clashes([html_file, svg_file])
+    if same is not None:
+        raise UserError(f"--html {same[0]} and --svg {same[1]} name the same file; nothing was written")
+
+
+def _write_outputs(report: "Replay | ReplaySet", first: "Replay", html_file: Path | None,
+                   svg_file: Path | None) -> list[Path]:
+    """The page and the chart, each replacing its file only once whole."""
+    from ..files import write_text
+
+    written: list[Path] = []
+    if html_file is not None:
+        from ..replay.chart import html_page
+
+        write_text(html_file, html_page(report))
+        written.append(html_file)
+    if svg_file is not None:
+        from ..replay.chart import svg_chart
+
+        write_text(svg_file, svg_chart(first), done=f"{html_file} was written" if written else "")
+        written.append(svg_file)
+    return written
 
 
 def _replay_all(source: Any, ids: list[str], strategies: list[tuple[str, Any]], counter: Any,
-                prices: "Prices | None", scratch: Path | None, max_cost: float | None) -> list["Replay"]:
+                prices: "Prices | None", scratch: Path | None,
+                max_cost: float | None) -> tuple[list["Replay"], str | None]:
+    """The replays, and a warning the kept scratch database left (None: none)."""
     from contextlib import ExitStack
 
     from ..llm import ReplyCache
     from ..replay.run import ModelUse
+    from ..replay.scratch import scratch_database
 
     update, finish = progress_bar("replaying")
     total = sum(len(_calls(source, cid)) for cid in ids) * (len(strategies) + 1) if update else 0
@@ -187,38 +219,28 @@ def _replay_all(source: Any, ids: list[str], strategies: list[tuple[str, Any]], 
         if update is not None and done % 64 == 0:
             update(done, total)
 
+    kept = None
     with ExitStack() as stack:
-        store = stack.enter_context(open_store(str(scratch), create=True)) if scratch is not None else None
         use: Callable[[], ModelUse] | None = None
-        if store is not None:
-            store.set_search_index(False)  # never searched: indexing would be most of its appends' cost
-            cache = ReplyCache(load=lambda key: _read_reply(store, key), keep=lambda *row: _keep_reply(store, *row),
-                               max_cost=max_cost)
+        if scratch is not None:
+            kept = stack.enter_context(scratch_database(scratch, source))
+            cache = ReplyCache(load=kept.reply, keep=kept.keep_reply, max_cost=max_cost)
             stack.enter_context(cache.active())
             use = lambda: ModelUse(cache.calls, cache.hits, cache.spent)  # noqa: E731
-
         try:
-            return [source.conversation(cid).replay(strategies, scratch=store, counter=counter, prices=prices,
-                                                    progress=advance, model_use=use) for cid in ids]
+            results = [source.conversation(cid).replay(strategies, scratch=kept.store if kept else None,
+                                                       counter=counter, prices=prices, progress=advance,
+                                                       model_use=use) for cid in ids]
         finally:
             if finish is not None:
                 finish()
+    return results, kept.warning if kept is not None else None
 
 
 def _calls(source: Any, cid: str) -> list:
     from ..replay.run import History
 
     return History.read(source.conversation(cid)).calls
-
-
-def _read_reply(store: Any, key: str) -> str | None:
-    with store.reading() as db:
-        return db.llm_reply(key)
-
-
-def _keep_reply(store: Any, key: str, model: str, reply: str, when: str) -> None:
-    with store.writing() as db:
-        db.keep_llm_reply(key, model, reply, when)
 
 
 # --- the table ---------------------------------------------------------------------------------

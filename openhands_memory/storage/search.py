@@ -446,9 +446,12 @@ def postgres_problems(run: Run) -> list[str]:
     """What ``doctor --full`` finds wrong with PostgreSQL's search index: a trigger missing,
     or searchable events up to the watermarks without their text. (A text without its event
     cannot be: the foreign key.)"""
-    if not postgres_on(run):
-        return []
-    found = []
+    tables = {r[0] for r in run("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                                f"AND tablename IN ('{PG_TEXTS}', '{STATE}')", ()).fetchall()}
+    found = _parts_problems(tables, (PG_TEXTS, STATE))
+    if not postgres_on(run) or found:
+        return found
+    found += _behind(run, PG_FLUSH_AT)
     names = {r[0] for r in run("SELECT tgname FROM pg_trigger WHERE tgrelid = 'event'::regclass", ()).fetchall()}
     dropped = [n for n in ("event_search_flush", "event_search_update") if n not in names]
     if dropped:
@@ -470,13 +473,18 @@ def problems(conn: Any) -> list[str]:
     trigger missing (a copy of the event table dropped it), a conversation without its key,
     or documents that do not match the searchable events one for one. An index switched off
     (no tables) is no problem."""
-    found = []
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    tables = {r[0] for r in conn.execute(f"SELECT name FROM sqlite_master WHERE type = 'table' "
+                                         f"AND name IN ('{WORDS}', '{GRAMS}', '{STATE}')")}
+    found = _parts_problems(tables, (WORDS, GRAMS, STATE))
     if not sqlite_on(conn.execute):
         left = [n for n in TRIGGER_NAMES if n in names]
         if left:
             found.append(f"search: the index is off, but trigger(s) {', '.join(left)} remain: appends will fail")
         return found
+    if found:  # the counts below read every table
+        return found
+    found += _behind(conn.execute, FLUSH_AT)
     missing = [n for n in TRIGGER_NAMES if n not in names]
     if missing:
         found.append(f"search: trigger(s) {', '.join(missing)} missing: new events are not indexed")
@@ -491,3 +499,38 @@ def problems(conn: Any) -> list[str]:
             found.append(f"search: {t} indexes {docs:,} events, but {indexed:,} of the {events:,} searchable "
                          "are at or below their conversation's watermark")
     return found
+
+
+def _parts_problems(present: set[str], parts: tuple[str, ...]) -> list[str]:
+    """The index's tables are all there (on) or none (off). Switching it on or off is one
+    transaction; some of them without the others is a drop or a build that stopped half
+    way outside one (a table dropped by hand, a file written through two names at once):
+    an index said to be on (its first table) that cannot work, or pieces that make
+    ``search-index on`` fail."""
+    if not present or len(present) == len(parts):
+        return []
+    missing = ", ".join(t for t in parts if t not in present)
+    left = ", ".join(t for t in parts if t in present)
+    if parts[0] in present:
+        return [f"search: the index is on but incomplete: table(s) {missing} missing ({left} still there), "
+                "so a search cannot use it; switch the index off and on again to rebuild it"]
+    return [f"search: the index is off, but table(s) {left} of it remain ({missing} dropped): a drop that "
+            "stopped half way; switching the index on fails until they are dropped by hand"]
+
+
+def _behind(run: Run, flush_at: int) -> list[str]:
+    """Conversations whose newest event is ``flush_at`` or more past their watermark. The
+    flush trigger moves the watermark before that can happen, so these events were written
+    while it was missing, and the index is behind them for good: a search scans only the
+    newest waiting events."""
+    rows = run(f"SELECT e.conversation_id, e.last, {upto_of('e.conversation_id')} FROM "
+               "(SELECT conversation_id, MAX(id) AS last FROM event GROUP BY conversation_id) e "
+               f"WHERE e.last >= {upto_of('e.conversation_id')} + {flush_at} ORDER BY e.conversation_id",
+               ()).fetchall()
+    if not rows:
+        return []
+    shown = ", ".join(f"{cid} (indexed to {upto}, events to {last})" for cid, last, upto in rows[:3])
+    more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+    return [f"search: the index is behind the events of {len(rows)} conversation(s): {shown}{more}; "
+            f"{flush_at} or more events past a watermark were never indexed (switch the index off and on "
+            "to rebuild it)"]
