@@ -112,6 +112,25 @@ def test_doctor_names_a_range_the_old_code_stored_across_a_jump_and_fix_cuts_it(
         assert report.healthy, report.problems
 
 
+def test_doctor_rebuilds_lost_ranges_as_what_was_forgotten_on_the_path(database_url):
+    """The Condensation's JSON names one range across the jump (as its strategy made it); the
+    ranges a repair writes from it are cut at the jump, as the condensation stored them."""
+    with EventStore(database_url) as store:
+        conv = store.create_conversation("S")
+        grow(conv)
+        assert conv.get(35).forgotten_ranges == [(1, 31)]  # type: ignore[attr-defined]
+        with store.writing() as db:
+            db.execute("DELETE FROM forgotten_range WHERE conversation_id = 'S'")
+        report = doctor.check(store, full=True)
+        assert ("condensation without ranges", [35]) in [(p.check, p.ids) for p in report.problems]
+        assert "forgets 12 events" in next(p.detail for p in report.problems if p.check == "condensation without ranges")
+        doctor.repair(store, report)
+        with store.reading() as db:
+            assert db.forgotten_ranges("S") == [(35, 1, 10), (35, 30, 31)]
+        report = doctor.check(store, full=True)
+        assert report.healthy, report.problems
+
+
 def test_doctor_reports_a_range_outside_the_events_before_its_condensation(database_url):
     with EventStore(database_url) as store:
         conv = store.create_conversation("S")

@@ -4,16 +4,19 @@ Two depths:
 
 * **quick** (the default) checks what an agent resuming a conversation relies on, at a cost
   that follows the tail: ids 0..n-1 without gaps (from the primary key), tool calls and
-  results paired since the newest condensation, the newest condensation's row and ranges, and
-  the live hidden runs equal to what its ranges make of the runs before it.
+  results paired since the newest condensation, the newest condensation's row and ranges
+  (each inside one interval of its path), and the live hidden runs equal to what its ranges
+  make of the runs before it.
 * **full** checks everything, over the whole history: SQLite's ``integrity_check`` and
   ``foreign_key_check``, every tool call, every condensation's row and ranges against its
-  event's JSON, and every hidden run against a replay of all forgotten ranges.
+  event's JSON, every forgotten range inside the events before its condensation and on that
+  condensation's path, and every hidden run against a replay of all forgotten ranges.
 
 Repairs (``repair``): a synthetic AgentErrorEvent "interrupted" result appended for each call
 without a result anywhere; missing condensation rows and ranges rebuilt from the event's
-JSON; stray ranges deleted; hidden runs recomputed. Id gaps, orphan or repeated results and a
-damaged file are reported only.
+JSON; stray ranges deleted; ranges that span a jump of their condensation's path cut at it
+(read from the parents); hidden runs recomputed. Id gaps, orphan or repeated results, ranges
+outside the events before their condensation and a damaged file are reported only.
 
 Repairs run beside live agents, so they never act on what the check saw: the repair is one
 write transaction that holds each conversation's write lock and checks again, under that
@@ -101,7 +104,7 @@ class Report:
 
 
 def expected_runs(db: Session, cid: str, seq: int, payload: str) -> list[ranges.Run]:
-    """The ranges a Condensation's JSON asks for (as the store records them)."""
+    """The ranges a Condensation's JSON asks for, before they are cut to its path."""
     data = json.loads(payload)
     runs = [(s, e) for s, e in data.get("forgotten_ranges") or [] if s <= e and s >= 0 and e < seq]
     uids = [u for u in data.get("forgotten_event_ids") or [] if isinstance(u, str)]
@@ -184,6 +187,9 @@ def _condensations(db: Session, cid: str, after: int, problems: list[Problem], p
             problems.append(Problem(cid, "condensation without row",
                                     f"Condensation {seq} has no condensation row", True, [seq]))
         elif expected and not db.ranges_of(cid, seq):
+            expected = condensations.on_path(expected, db.path(cid, seq), seq)  # as ``record`` stores them
+            if not expected:  # its JSON names only ids off its path: it forgot nothing
+                continue
             plan.missing_ranges[seq] = expected
             problems.append(Problem(cid, "condensation without ranges",
                                     f"Condensation {seq} forgets {ranges.count(expected)} events but no range "
