@@ -171,11 +171,12 @@ def test_the_page_and_the_chart_may_not_be_one_file(source_file, tmp_path):
 
 
 @pytest.mark.parametrize("source, option, existing, free", [
-    ("sqlite", "--html", True, 0), ("sqlite", "--html", True, 2048), ("sqlite", "--svg", True, 0),
-    ("sqlite", "--html", False, 2048), ("postgresql", "--html", True, 2048),
+    ("sqlite", "--html", True, 0), ("sqlite", "--html", True, 4096), ("sqlite", "--svg", True, 0),
+    ("sqlite", "--html", False, 4096), ("postgresql", "--html", True, 4096),
 ], indirect=["source"])
 def test_a_full_disk_leaves_the_old_output_whole_and_names_it(small_tmpfs, source, option, existing, free):
-    """No room at all, or room for part of the page (as the truncated page had)."""
+    """No room at all, or a page of room: the page (some 5 KB) is then written in part, as
+    the truncated page was."""
     mount = small_tmpfs(1 << 20)
     out = mount / ("replay.html" if option == "--html" else "chart.svg")
     if existing:
