@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from openhands_memory import ranges
 from openhands_memory.condensers import AmortizedForgettingCondenser, LLMSummarizingCondenser
 from openhands_memory.conversation import Conversation, EventStore
+from openhands_memory.conversation.condensing import CondenseOutcome
 from openhands_memory.errors import NoCondensationAvailable
 from openhands_memory.inspection import doctor
 from openhands_memory.view import View
@@ -34,7 +35,7 @@ def seen(view: View) -> list[tuple[str, str | None]]:
     return [(e.id, getattr(e, "summary", None)) for e in view.events]
 
 
-def grow(conv: Conversation):
+def grow(conv: Conversation) -> CondenseOutcome:
     """30 events; HEAD back to 10; 5 more (30..34, a branch after 10); a condensation that
     forgets 1..10 and 30..31 (stored as event 35)."""
     conv.append_many([f.user(f"first line {i}") for i in range(30)])
