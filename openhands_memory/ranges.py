@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 Run = tuple[int, int]  # inclusive [start, end]
 
