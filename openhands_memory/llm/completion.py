@@ -11,7 +11,8 @@ from typing import Any
 from .cache import active_cache, request_key
 from .config import LLMConfig
 from .errors import DeadlineExceeded, classify_error
-from .loader import load_litellm
+from .loader import load_litellm, loaded
+from .reach import check
 from .records import LLMReply
 from .reply import build_reply, failure
 from .retry import RETRYABLE, retry_delay
@@ -126,12 +127,17 @@ def complete(
         if kept is not None:
             return kept
         cache.admit(config.model)
-    litellm = load_litellm()
     started = time.perf_counter()
     attempts = 0
     while True:
         attempts += 1
         try:
+            if not loaded():  # a server that is not there is told without importing litellm
+                check(config.api_base, config.timeout)
+                importing = time.perf_counter()
+                load_litellm()
+                started += time.perf_counter() - importing  # the import is no part of the call
+            litellm = load_litellm()
             response = _within_deadline(lambda: litellm.completion(**kwargs), config.timeout)
         except Exception as exc:
             kind = classify_error(exc)

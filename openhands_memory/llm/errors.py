@@ -16,6 +16,11 @@ class DeadlineExceeded(TimeoutError):
     """The attempt did not finish within ``LLMConfig.timeout`` seconds."""
 
 
+class NotConnected(ConnectionError):
+    """No connection could be made to the model's server (refused, unreachable, a name that
+    does not resolve), found before litellm was imported (``reach.py``)."""
+
+
 class LLMError(OpenHandsMemoryError):
     """A model call failed for good (after any retries). ``call`` records what it cost."""
 
@@ -89,6 +94,9 @@ def connect_failure(exc: BaseException) -> BaseException | None:
     """The transport's error on ``exc``'s chain saying that no connection was made (refused,
     unreachable, a name that does not resolve), or None. litellm reports it as an
     InternalServerError with status 500, though no HTTP exchange happened."""
+    ours = next((e for e in _chain(exc) if isinstance(e, NotConnected)), None)
+    if ours is not None:
+        return ours
     try:
         import httpx  # litellm's (and openai's) transport
     except ImportError:  # pragma: no cover - litellm depends on it
@@ -115,6 +123,11 @@ def _caused_by_bad_json(exc: BaseException) -> bool:
 
 def classify_error(exc: BaseException) -> str:
     """Map an exception raised by ``litellm.completion`` to an outcome kind."""
+    # Ours, raised before litellm is imported: no need to import it to say what they are.
+    if isinstance(exc, NotConnected):
+        return "connection_error"
+    if isinstance(exc, DeadlineExceeded):
+        return "timeout"
     litellm = load_litellm()
     if isinstance(exc, litellm.ContextWindowExceededError):
         return "context_window"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,11 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 _litellm_module: ModuleType | None = None
 _litellm_lock = threading.Lock()
+
+
+def loaded() -> bool:
+    """Whether litellm is imported already (so that using it costs nothing more)."""
+    return _litellm_module is not None or "litellm" in sys.modules
 
 
 def load_litellm() -> ModuleType:
