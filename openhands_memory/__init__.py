@@ -8,46 +8,86 @@ SQLite file or a PostgreSQL database.
     view = conv.step(condenser) # condense if needed, then the view to send
     view.to_messages()          # the list litellm takes
 
-Importing this package does not import litellm; it is loaded when a token count or a model
-call first needs it.
+Importing this package is cheap: the names below are imported when first used, and litellm
+only when a model is called.
 """
 
-from .errors import (
-    ConcurrentCondensation,
-    ConfigError,
-    ConversationExists,
-    ConversationNotFound,
-    DuplicateEventId,
-    EventNotFound,
-    MalformedEvent,
-    NoCondensationAvailable,
-    NotOurDatabase,
-    OpenHandsMemoryError,
-    SchemaError,
-    SchemaTooNew,
-    SchemaTooOld,
-    UnknownEventKind,
-)
-from .events import (
-    ActionEvent,
-    AgentErrorEvent,
-    Condensation,
-    CondensationRequest,
-    CondensationSummaryEvent,
-    Event,
-    Message,
-    MessageEvent,
-    MessageToolCall,
-    ObservationEvent,
-    SystemPromptEvent,
-    TextContent,
-    ThinkingBlock,
-    UserRejectObservation,
-    event_from_dict,
-    event_from_json,
-)
-from .conversation import CondenseOutcome, Conversation, ConversationInfo, EventStore
-from .view import View
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each public name and the module that defines it. They are imported on first use
+# (``__getattr__`` below): a command line's ``--version`` or ``--help`` needs none of them,
+# and building the event models and the store's modules is most of this package's import.
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys((
+        "ConcurrentCondensation", "ConfigError", "ConversationExists", "ConversationNotFound",
+        "DuplicateEventId", "EventNotFound", "MalformedEvent", "NoCondensationAvailable",
+        "NotOurDatabase", "OpenHandsMemoryError", "SchemaError", "SchemaTooNew", "SchemaTooOld",
+        "UnknownEventKind",
+    ), ".errors"),
+    **dict.fromkeys((
+        "ActionEvent", "AgentErrorEvent", "Condensation", "CondensationRequest",
+        "CondensationSummaryEvent", "Event", "Message", "MessageEvent", "MessageToolCall",
+        "ObservationEvent", "SystemPromptEvent", "TextContent", "ThinkingBlock",
+        "UserRejectObservation", "event_from_dict", "event_from_json",
+    ), ".events"),
+    **dict.fromkeys(("CondenseOutcome", "Conversation", "ConversationInfo", "EventStore"), ".conversation"),
+    "View": ".view",
+}
+
+if TYPE_CHECKING:  # what a type checker and an IDE see: the same names, imported eagerly
+    from .conversation import CondenseOutcome, Conversation, ConversationInfo, EventStore
+    from .errors import (
+        ConcurrentCondensation,
+        ConfigError,
+        ConversationExists,
+        ConversationNotFound,
+        DuplicateEventId,
+        EventNotFound,
+        MalformedEvent,
+        NoCondensationAvailable,
+        NotOurDatabase,
+        OpenHandsMemoryError,
+        SchemaError,
+        SchemaTooNew,
+        SchemaTooOld,
+        UnknownEventKind,
+    )
+    from .events import (
+        ActionEvent,
+        AgentErrorEvent,
+        Condensation,
+        CondensationRequest,
+        CondensationSummaryEvent,
+        Event,
+        Message,
+        MessageEvent,
+        MessageToolCall,
+        ObservationEvent,
+        SystemPromptEvent,
+        TextContent,
+        ThinkingBlock,
+        UserRejectObservation,
+        event_from_dict,
+        event_from_json,
+    )
+    from .view import View
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __version__ = "0.1.0"
 

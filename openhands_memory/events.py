@@ -27,9 +27,12 @@ Source = Literal["agent", "user", "environment", "hook"]
 
 
 class _Part(BaseModel):
-    """Nested payload parts: permissive, so provider-specific keys survive a round trip."""
+    """Nested payload parts: permissive, so provider-specific keys survive a round trip.
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    Validators are built on first use (``defer_build``), not at import: a command that never
+    reads an event does not pay for building every model's schema."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
 
 class TextContent(_Part):
@@ -97,7 +100,7 @@ def _now() -> str:
 class Event(BaseModel):
     """Base of every event kind. Subclasses set ``kind`` and ``llm_visible``."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)  # as _Part's
 
     llm_visible: ClassVar[bool] = False
 

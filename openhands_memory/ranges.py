@@ -7,6 +7,8 @@ from typing import Iterable, Iterator, Sequence
 
 Run = tuple[int, int]  # inclusive [start, end]
 
+END = 2**62  # "no upper bound" for id ranges: every id is below it
+
 
 def runs_of(ids: Iterable[int]) -> list[Run]:
     """The maximal contiguous runs of a set of ids, sorted."""

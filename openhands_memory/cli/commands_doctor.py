@@ -5,16 +5,26 @@ what can be repaired, in one transaction. The checks and repairs are the library
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from ..inspection import doctor as checks
 from . import output_format
 from .opening import open_reader, open_store, shown
 from .output import echo_json, progress_bar
 from .params import DATABASE, number
 
+if TYPE_CHECKING:
+    from ..inspection.doctor import Report
 
-def run_check(store, full: bool, min_age: float) -> checks.Report:
+# The library's default (inspection.doctor.DEFAULT_MIN_AGE), written here so that --help does
+# not import the checks and the storage beneath them; tests/test_startup.py holds them equal.
+DEFAULT_MIN_AGE = 600.0
+
+
+def run_check(store, full: bool, min_age: float) -> Report:
+    from ..inspection import doctor as checks
+
     update, finish = progress_bar("checking" + (" everything" if full else ""))
     try:
         return checks.check(store, full=full, progress=update, min_age=min_age)
@@ -28,7 +38,7 @@ def run_check(store, full: bool, min_age: float) -> checks.Report:
 @click.option("--full", is_flag=True,
               help="Check everything over the whole history (the file, every tool call and condensation).")
 @click.option("--fix", is_flag=True, help="Repair what can be repaired, in one transaction.")
-@click.option("--min-age", type=number(0), default=checks.DEFAULT_MIN_AGE, show_default=True,
+@click.option("--min-age", type=number(0), default=DEFAULT_MIN_AGE, show_default=True,
               metavar="SECONDS",
               help="Answer a dangling call of a conversation's newest batch only once it is this old: until then "
                    "its tool may still be running. 0: every dangling call (no agent is running).")
@@ -51,6 +61,8 @@ def doctor(db: str, full: bool, fix: bool, min_age: float, fmt: str) -> None:
     """
     report = run_check(open_reader(db), full, min_age)
     if fix and report.plans:
+        from ..inspection import doctor as checks
+
         store = open_store(db)
         done = checks.repair(store, report)
         report = run_check(store, full, min_age)

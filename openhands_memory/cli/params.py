@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from ..storage.session import END
+from ..ranges import END
 
 MAX_ID = END - 1
 MAX_COUNT = 1_000_000_000

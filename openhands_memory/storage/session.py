@@ -25,7 +25,7 @@ from .search import SearchFilters
 from .codec import EVENT_COLUMNS
 from .inspection import InspectionQueries
 
-END = 2**62  # "no upper bound" for id ranges
+END = ranges.END  # "no upper bound" for id ranges
 
 # The kinds a tool loop is made of, and the rows that end or start one (non-tool kinds and
 # thinking actions): the partial index ix_event_loop_edge holds exactly the latter. The
