@@ -44,18 +44,18 @@ REFUSED_TARGET = 3.0  # condense to a server not listening, x view
 YARDSTICK = "import click, pydantic"
 
 
-def run_once(argv: list[str], timeout: float) -> tuple[float, int]:
-    """(wall s, exit status) of one run of ``argv`` through the launcher."""
+def run_once(argv: list[str], timeout: float) -> tuple[float, int, str]:
+    """(wall s, exit status, the end of its stderr) of one run of ``argv`` through the launcher."""
     fd, out = tempfile.mkstemp(prefix="ohm-startup-", suffix=".json")
     os.close(fd)
     try:
-        subprocess.run([sys.executable, "-c", LAUNCHER, out, str(timeout), *argv],
-                       env={**os.environ, **child_env(), "OHM_BENCH_QUIET": "1"},
-                       stderr=subprocess.DEVNULL, check=False)
+        done = subprocess.run([sys.executable, "-c", LAUNCHER, out, str(timeout), *argv],
+                              env={**os.environ, **child_env(), "OHM_BENCH_QUIET": "1"},
+                              stderr=subprocess.PIPE, text=True, check=False)
         result = json.loads(Path(out).read_text())
     finally:
         Path(out).unlink(missing_ok=True)
-    return result["wall"], -1 if result["timed_out"] else result["status"]
+    return result["wall"], -1 if result["timed_out"] else result["status"], done.stderr[-400:]
 
 
 def closed_port() -> int:
@@ -114,7 +114,7 @@ def main() -> int:
     say(f"load average at start (1/5/15 min): {load()}")
     say(f"repeats: {args.repeats}, interleaved (medians reported); yardstick: python -c \"{YARDSTICK}\"")
     rows: list[tuple[str, list[str], int]] = [
-        (f"yardstick: {YARDSTICK}", [sys.executable, "-c", YARDSTICK], 0),
+        ("yardstick (click, pydantic)", [sys.executable, "-c", YARDSTICK], 0),
         ("python -c pass", [sys.executable, "-c", "pass"], 0),
         ("import openhands_memory", [sys.executable, "-c", "import openhands_memory"], 0),
         ("--version", cli("--version"), 0),
@@ -128,9 +128,9 @@ def main() -> int:
     walls: dict[str, list[float]] = {label: [] for label, _, _ in rows}
     for k in range(args.repeats):
         for label, argv, expected in rows:
-            wall, status = run_once(argv, args.timeout)
+            wall, status, stderr = run_once(argv, args.timeout)
             if status != expected:
-                raise SystemExit(f"{label}: exit status {status}, expected {expected}")
+                raise SystemExit(f"{label}: exit status {status}, expected {expected}: {stderr.strip()}")
             walls[label].append(wall)
         say(f"round {k + 1} of {args.repeats} done (load {load()})", "  ")
 
@@ -139,13 +139,13 @@ def main() -> int:
     verdicts: list[bool] = []
     table_rows = []
     for label, _, _ in rows:
-        target, against = None, None
+        target, against, what = None, base, ""
         if label == "import openhands_memory" or label.startswith("--") or label.endswith(" --help"):
-            target, against = HELP_TARGET, base
+            target, what = HELP_TARGET, "yardstick"
         elif label.startswith("replay DEMO demo --model"):
-            target, against = MODEL_TARGET, ms["replay DEMO demo"]
+            target, against, what = MODEL_TARGET, ms["replay DEMO demo"], "replay"
         elif label.startswith("condense, server"):
-            target, against = REFUSED_TARGET, ms["view DEMO demo"]
+            target, against, what = REFUSED_TARGET, ms["view DEMO demo"], "view"
         ratio = ms[label] / base
         cells = [label, f"{ms[label]:,.0f}", f"{ratio:.2f}"]
         if target is None:
@@ -153,7 +153,6 @@ def main() -> int:
         else:
             ok = ms[label] <= target * against
             verdicts.append(ok)
-            what = "yardstick" if against is base else ("replay" if target == MODEL_TARGET else "view")
             cells += [f"≤ {target:g} × {what}", "PASS" if ok else "FAIL"]
         table_rows.append(cells)
     print()
