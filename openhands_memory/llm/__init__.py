@@ -1,7 +1,8 @@
 """The only package that talks to litellm: configuration, completion with retries, token counts.
 
-``import litellm`` costs about two seconds and 160 MB, so it happens lazily the first
-time a function here needs it (``loader.py``); importing this package stays cheap.
+``import litellm`` costs seconds of CPU and much memory, so only a model call imports it
+(``loader.py``); importing this package stays cheap, and token counts, context windows and
+prices come from the files litellm ships, read without importing it.
 
 * ``config.py``      how to reach a model (``LLMConfig``), from Python, TOML or the environment
 * ``records.py``     what a call leaves behind: ``LLMCall``, ``LLMReply``, ``ToolCall``
@@ -9,7 +10,10 @@ time a function here needs it (``loader.py``); importing this package stays chea
 * ``retry.py``       which failures are retried, and the wait before each retry
 * ``reply.py``       litellm's response or exception as our records
 * ``completion.py``  ``complete``: the request, a deadline per attempt, the retry loop
-* ``tokens.py``      token counts and context windows
+* ``reach.py``       before litellm is imported: does the model's server take connections?
+* ``tokens.py``      token counts, context windows and prices
+* ``counting.py``    litellm's token counts, from its tokenizers' files
+* ``price_map.py``   litellm's price map, read as JSON
 
 Every call produces an :class:`LLMCall` record (model, tokens, cost, latency, outcome,
 attempts) whether it succeeds (inside :class:`LLMReply`) or fails (on :class:`LLMError`),

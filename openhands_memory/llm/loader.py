@@ -1,7 +1,8 @@
 """litellm, imported once, on first use.
 
-``import litellm`` costs about two seconds and 160 MB, so no module imports it at load time:
-every function that needs it calls :func:`load_litellm`.
+``import litellm`` costs seconds of CPU and much memory, so no module imports it at load time:
+a model call (and what ``tokens.py`` cannot answer from litellm's files) calls
+:func:`load_litellm`.
 """
 
 from __future__ import annotations
