@@ -15,7 +15,7 @@ config = context.config
 
 def _url() -> str:
     """A SQLAlchemy URL: a file path means SQLite; postgresql:// goes through psycopg 3."""
-    from openhands_memory.database import Location
+    from openhands_memory.location import Location
 
     db = context.get_x_argument(as_dictionary=True).get("db") or config.get_main_option("sqlalchemy.url")
     return Location.parse(db).sqlalchemy_url

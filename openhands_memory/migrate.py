@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
     from sqlalchemy.engine import Connection
 
-    from .database import Location
+    from .location import Location
 
 # Every revision in order, oldest first. A test checks this against the scripts, so that
 # opening a file can judge its revision without loading alembic.
