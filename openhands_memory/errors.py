@@ -9,6 +9,19 @@ class OpenHandsMemoryError(Exception):
     """Base of every error this library raises on purpose."""
 
 
+#: How many characters of a value a message shows (a hostile value may be megabytes).
+SHOWN_CHARS = 60
+
+
+def shown(value: str, limit: int = SHOWN_CHARS) -> str:
+    """``value`` as a one-line message shows it: quoted and escaped (a newline, a NUL, a lone
+    surrogate as ``\\n``, ``\\x00``, ``\\ud800``), cut in the middle past ``limit`` characters
+    with how long it was."""
+    if len(value) > limit:
+        return f"{value[: limit * 2 // 3] + '…' + value[-(limit // 3):]!r} ({len(value):,} characters)"
+    return repr(value)
+
+
 class MalformedEvent(OpenHandsMemoryError, ValueError):
     """An event payload is missing a field or has one of the wrong type."""
 
@@ -32,7 +45,7 @@ class UnknownEventKind(MalformedEvent):
 class ConversationNotFound(OpenHandsMemoryError, LookupError):
     def __init__(self, conversation_id: str):
         self.conversation_id = conversation_id
-        super().__init__(f"no conversation with id {conversation_id!r} in this database")
+        super().__init__(f"no conversation with id {shown(conversation_id)} in this database")
 
 
 class AmbiguousConversation(OpenHandsMemoryError, LookupError):
@@ -42,15 +55,38 @@ class AmbiguousConversation(OpenHandsMemoryError, LookupError):
         super().__init__(f"{prefix!r} names more than one conversation: {shown}")
 
 
+class BadConversationId(OpenHandsMemoryError, ValueError):
+    """A new conversation's id breaks the rule every new id keeps (``limits.py``)."""
+
+    def __init__(self, conversation_id: str, why: str):
+        self.conversation_id = conversation_id
+        super().__init__(f"{shown(conversation_id)} cannot be a conversation's id: {why}; nothing was written")
+
+
 class ConversationExists(OpenHandsMemoryError):
     def __init__(self, conversation_id: str):
         self.conversation_id = conversation_id
-        super().__init__(f"a conversation with id {conversation_id!r} already exists")
+        super().__init__(f"a conversation with id {shown(conversation_id)} already exists")
 
 
 class EventNotFound(OpenHandsMemoryError, LookupError):
     def __init__(self, conversation_id: str, event_id: int):
-        super().__init__(f"conversation {conversation_id!r} has no event {event_id}")
+        super().__init__(f"conversation {shown(conversation_id)} has no event {event_id}")
+
+
+class UnstorableIdentifier(MalformedEvent):
+    """An event's id, tool call id, tool name, response id or parent id holds a NUL
+    character, which PostgreSQL cannot keep in a column (see ``storage/codec.py``)."""
+
+    def __init__(self, what: str, field: str, value: str, done: str = "it was not written"):
+        self.field, self.value = field, value
+        super().__init__(f"{what}: its {field} {shown(value)} holds a NUL character (U+0000), which no "
+                         f"identifier may hold; {done}")
+
+
+class CountOutOfRange(OpenHandsMemoryError, ValueError):
+    """A count given to the library (a limit, a window, a budget) is not a whole number within
+    its bounds (``limits.py``)."""
 
 
 class UnknownParent(MalformedEvent):
@@ -196,6 +232,15 @@ class StatementCancelled(ServerFailure):
     what = "the server cancelled a statement"
 
 
+class ServerLimitExceeded(ServerFailure):
+    """The server refused what a command gave it as past one of its fixed limits (an index
+    entry of more than some 2,700 bytes: an event's id of thousands of characters). The same
+    command fails the same way: nothing to retry."""
+
+    what = "the server refused a value past one of its limits"
+    advice = "the same command fails again as it is (a value in it, such as an id, is too large)"
+
+
 class LockTimeout(OpenHandsMemoryError):
     """A write transaction's lock (SQLite's write lock on the file, PostgreSQL's lock on the
     conversation's row) stayed with another connection for as long as the caller would wait.
@@ -282,6 +327,16 @@ class OverwritesInput(OpenHandsMemoryError, ValueError):
         how = " (by another name: a hard or symbolic link)" if other_name else ""
         super().__init__(f"{output} is {read}{how}, which this command reads; nothing was written "
                          "(give another path)")
+
+
+class UnwritableOutput(OpenHandsMemoryError, ValueError):
+    """A file a command would write is a name no file can have there, or lies where it cannot
+    be written (``files.check_output``): found before the command does anything."""
+
+    def __init__(self, path: str, why: str, *, what: str = ""):
+        self.path, self.why = path, why
+        name = shown(path, 200) if not path.isprintable() or len(path) > 200 else path
+        super().__init__(f"{what} {name}".strip() + f": {why}; nothing was written")
 
 
 class ScratchRefused(OpenHandsMemoryError, ValueError):

@@ -28,10 +28,8 @@ from typing import Any
 
 import click
 
-from ..ranges import END
+from ..limits import MAX_COUNT, MAX_ID  # the library's bounds (limits.py): written once
 
-MAX_ID = END - 1
-MAX_COUNT = 1_000_000_000
 SHOWN_CHARS = 60  # of a refused value, in the message
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
+from .. import limits
 from ..allocation import collector_paused
 from ..errors import ConversationNotFound, DuplicateEventId, EventNotFound, MalformedEvent, NoCondensationAvailable
 from ..events import Condensation, CondensationRequest, Event, PinMode
@@ -154,6 +155,7 @@ class Conversation:
 
     def get(self, seq: int) -> Event:
         """The event with sequence number ``seq`` (``Event.seq``; its ``id`` is the uid)."""
+        seq = limits.event_id(seq, self.id)
         with self.store.reading() as db:
             row = db.event(self.id, seq)
         if row is None:
@@ -178,8 +180,9 @@ class Conversation:
         open while the caller works.
         """
         kind_list = sorted(set(kinds)) if kinds is not None else None
-        cursor = start
-        end = stop if stop is not None else END
+        cursor = limits.bound(start)
+        end = limits.bound(stop) if stop is not None else END
+        page = limits.count(page, "page", 1)
         while True:
             with self.store.reading() as db:
                 batch = db.event_page(self.id, cursor, end, page, kind_list)
@@ -200,6 +203,7 @@ class Conversation:
             if at is not None and at != head:
                 raise ValueError("give at= or head=, not both")
             at = head
+        at = None if at is None else limits.event_id(at, self.id)
         with collector_paused():  # a long view decodes many events that all live on
             return self.views.get() if at is None else self.views.at(at)
 
@@ -221,8 +225,8 @@ class Conversation:
         with self.store.writing(self.id) as db:
             if not db.conversation_exists(self.id):
                 raise ConversationNotFound(self.id)
-            if to is not None and to < 0:
-                raise EventNotFound(self.id, to)
+            if to is not None:
+                limits.event_id(to, self.id)
             want = tree.normalized_head(db, self.id, tree.EMPTY if to is None else to)
             db.set_head(self.id, want)
             uid = None if to is None else db.uid_of(self.id, to)
@@ -262,6 +266,9 @@ class Conversation:
     def pin_many(self, requests: Sequence[PinRequest], *, budget: int | None = None,
                  counter: TokenCounter | None = None) -> list[int]:
         """Several pins in one transaction (all are made, or none)."""
+        for r in requests:
+            limits.event_id(r.seq, self.id)
+        budget = None if budget is None else limits.count(budget, "budget", 0)
         if not requests:
             return []
         with self.writing() as w:
@@ -269,11 +276,13 @@ class Conversation:
 
     def unpin(self, seq: int) -> int:
         """Unpin event ``seq`` (an event too: ``view(at=...)`` before it still shows the pin)."""
+        seq = limits.event_id(seq, self.id)
         with self.writing() as w:
             return w.append([pinning.unpin_event(w.db, self.id, seq)])[0]
 
     def pins(self, at: int | None = None) -> list[Pin]:
         """The pins in force at HEAD (or right after event ``at``), oldest pinned event first."""
+        at = None if at is None else limits.event_id(at, self.id)
         with self.store.reading() as db:
             if not db.conversation_exists(self.id):
                 raise ConversationNotFound(self.id)
@@ -322,6 +331,8 @@ class Conversation:
     def read(self, seq: int, window: int = 2, max_chars: int = 4000) -> Recalled:
         """Event ``seq`` as text (cut to ``max_chars``), the id of its tool call or result, and
         the ids of ``window`` neighbours each side on the branch, to scroll with."""
+        seq = limits.event_id(seq, self.id)
+        window, max_chars = limits.count(window, "window", 0), limits.count(max_chars, "max_chars", 1)
         view = self.view()
         with self.store.reading() as db:
             return recall.read(db, self.id, view, seq, window=window, max_chars=max_chars)

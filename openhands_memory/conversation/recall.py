@@ -21,7 +21,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
 
-from .. import ranges
+from .. import limits, ranges
 from ..errors import EventNotFound, OpenHandsMemoryError
 from ..events import ActionEvent, ObservationBase
 from ..searchable import fold_nul, searched_text
@@ -42,9 +42,6 @@ MAX_PAGES = 25
 #: The longest query searched (characters): a long error line fits; a pasted page would cost
 #: seconds of matching and pass SQLite's limit on a LIKE pattern (50,000 bytes).
 MAX_QUERY = 2000
-#: The most hits asked for: more than any history holds (a page asks four times as many of
-#: each list, which SQL's LIMIT must still hold as a 64-bit integer).
-MAX_LIMIT = 1_000_000_000
 
 
 class SearchError(OpenHandsMemoryError, ValueError):
@@ -156,10 +153,9 @@ def search(
         raise SearchError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
     if not db.search_index_on():
         raise SearchIndexOff(label)
-    if limit < 1:
-        raise SearchError(f"limit must be at least 1, not {limit}")
-    if limit > MAX_LIMIT:
-        raise SearchError(f"limit must be at most {MAX_LIMIT:,}, not {limit}")
+    # At most limits.MAX_COUNT: more than any history holds (a page asks four times as many
+    # of each list, which SQL's LIMIT must still hold as a 64-bit integer).
+    limit = limits.count(limit, "limit", 1, error=SearchError)
     query = query_text(query)
     _check_filters(filters)
     terms = terms_of(query)

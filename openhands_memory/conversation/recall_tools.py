@@ -30,9 +30,9 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .. import limits
 from ..errors import EventNotFound, OpenHandsMemoryError
 from ..storage import IntegrityViolation
-from ..storage.session import END
 from .recall import SCOPES, SNIPPET, Hit, Recalled, SearchError, terms_of
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ DEFAULT_WINDOW = 2
 MAX_WINDOW = 10
 ECHOES = 8  # hits asked beyond the limit, for the recall tools' own events left out
 MAX_ASK = 500
-MAX_ID = END - 1  # no event's id is larger (and a larger one cannot be bound to SQL)
+MAX_ID = limits.MAX_ID  # no event's id is larger (and a larger one cannot be bound to SQL)
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_WORDS = 64  # words and "quoted phrases"; a search is one clause of SQL per word
 MAX_TOOL_CHARS = 200

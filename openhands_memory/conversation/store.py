@@ -11,6 +11,7 @@ from pathlib import Path
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from .. import limits
 from ..database import Durability, Location
 from ..errors import AmbiguousConversation, ConversationExists, ConversationNotFound, EventNotFound
 from ..storage import IntegrityViolation, Recorder, Session, hidden, open_recorder, tree
@@ -119,7 +120,10 @@ class EventStore:
     def create_conversation(
         self, id: str | None = None, *, metadata: dict[str, Any] | None = None
     ) -> Conversation:
-        cid = id or str(uuid.uuid4())
+        """A new conversation: ``id`` (None: a new UUID) must keep the rule of new ids
+        (``limits.conversation_id``: 1 to 256 characters of one-line text), else
+        ``BadConversationId``; an id in use is ``ConversationExists``."""
+        cid = str(uuid.uuid4()) if id is None else limits.conversation_id(id)
         now = datetime.now(timezone.utc).isoformat()
         try:
             with self.writing() as db:
@@ -129,6 +133,7 @@ class EventStore:
         return Conversation(self, cid)
 
     def conversation(self, id: str) -> Conversation:
+        self._nameable(id)
         version = self.recorder.existing_version(id)
         if version is None:
             raise ConversationNotFound(id)
@@ -138,6 +143,7 @@ class EventStore:
 
     def find_conversation(self, name: str) -> str:
         """The id ``name`` names: itself, or the one id it is a prefix of."""
+        self._nameable(name)
         with self.reading() as db:
             if db.conversation_exists(name):
                 return name
@@ -149,6 +155,8 @@ class EventStore:
         raise ConversationNotFound(name)
 
     def has_conversation(self, id: str) -> bool:
+        if self._unnameable(id):
+            return False
         with self.reading(snapshot=False) as db:  # one statement: its own snapshot
             return db.conversation_exists(id)
 
@@ -162,7 +170,9 @@ class EventStore:
     def fork(self, source: str, at: int | None = None, conversation_id: str | None = None) -> Conversation:
         """A new conversation holding the path from event ``at`` (None: HEAD) of ``source`` to
         the root, renumbered 0, 1, 2, ... (see ``Conversation.fork``); one transaction."""
-        cid = conversation_id or str(uuid.uuid4())
+        self._nameable(source)
+        at = None if at is None else limits.event_id(at, source)
+        cid = str(uuid.uuid4()) if conversation_id is None else limits.conversation_id(conversation_id)
         now = datetime.now(timezone.utc).isoformat()
         try:
             with self.writing() as db:
@@ -192,7 +202,26 @@ class EventStore:
         return Conversation(self, cid)
 
     def delete_conversation(self, id: str) -> None:
+        self._nameable(id)
         # Large: deleting a 1M-event conversation journaled every page it freed, 2.7 GB in memory.
         with self.writing(id, large=True) as db:
             if not db.delete_conversation(id):
                 raise ConversationNotFound(id)
+
+    def _unnameable(self, id: object) -> bool:
+        """Whether ``id`` can name no conversation here, stored before or now: not text, a
+        lone surrogate (which neither database stores), or on PostgreSQL a NUL (which its text
+        cannot hold; an SQLite file made before the rule on ids may hold one). Asking for
+        such an id is answered as for any id not stored, not with the driver's error."""
+        if not isinstance(id, str):
+            return True
+        try:
+            id.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return "\x00" in id and self.location.is_postgres
+
+    def _nameable(self, id: object) -> None:
+        """``ConversationNotFound`` when ``id`` can name no conversation (``_unnameable``)."""
+        if self._unnameable(id):
+            raise ConversationNotFound(id if isinstance(id, str) else repr(id))

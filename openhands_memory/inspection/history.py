@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .. import ranges
+from .. import limits, ranges
 
 if TYPE_CHECKING:
     from ..conversation import EventStore
@@ -111,8 +111,8 @@ def history(store: "EventStore", cid: str, start: int = 0, stop: int | None = No
         path = db.path(cid)
     everywhere = _Hiders(first_hiders(forgotten))
     on_head = _Hiders(first_hiders([r for r in forgotten if on_path(path, r[0])]))
-    cursor = start
-    end = (stop if stop is not None else 2**62) + 1
+    cursor = limits.bound(start)
+    end = (limits.bound(stop) if stop is not None else limits.END) + 1
     columns = "id, uid, kind, source, timestamp, llm_visible, token_count, payload"
     while True:
         with store.reading() as db:

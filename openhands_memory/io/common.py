@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, U
 from .. import ranges
 from ..allocation import collector_paused
 from ..conversation import Conversation, duplicate_uid
-from ..errors import ConversationExists, ConversationNotFound, MalformedEvent, OpenHandsMemoryError
+from ..errors import ConversationExists, ConversationNotFound, MalformedEvent, OpenHandsMemoryError, shown
 from ..events import EVENT_CLASSES, Condensation, Event, event_from_dict
 from ..storage import IntegrityViolation
 # MAX_EVENT_BYTES: one event (an event file, a JSON Lines line), the bound every write keeps.
-from ..storage.codec import MAX_EVENT_BYTES
+from ..storage.codec import MAX_EVENT_BYTES, identifier_with_nul
 
 if TYPE_CHECKING:
     from ..conversation import EventStore, Writer
@@ -83,21 +83,36 @@ def parse_event_json(text: str | bytes, where: object) -> Event:
     # payload holding them): such text takes the strict path below.
     if b"NaN" not in raw and b"Infinity" not in raw:
         try:
-            return _event_adapter().validate_json(raw)
+            event = _event_adapter().validate_json(raw)
         except Exception:  # pydantic's ValidationError; explained below in our own words
             pass
+        else:
+            return storable(event, where)
     return parse_event_dict(load_json(raw, where), where)
 
 
 def parse_event_dict(data: Any, where: object) -> Event:
     try:
-        return _event_adapter().validate_python(data)
+        return storable(_event_adapter().validate_python(data), where)
+    except ImportFailed:
+        raise
     except Exception:
         pass
     try:
-        return event_from_dict(data)
+        return storable(event_from_dict(data), where)
     except MalformedEvent as e:
         raise ImportFailed(where, str(e)) from None
+
+
+def storable(event: Event, where: object) -> Event:
+    """``event``, unless one of its identifiers holds a NUL, which no stored event's may
+    (``codec.IDENTIFIERS``): then ``ImportFailed`` naming ``where``, as the store would refuse
+    it without naming the file or line."""
+    found = identifier_with_nul(event)
+    if found is not None:
+        raise ImportFailed(where, f"the event's {found[0]} {shown(found[1])} holds a NUL character (U+0000), "
+                                  "which no identifier may hold")
+    return event
 
 
 def load_json(text: str | bytes, where: object) -> Any:

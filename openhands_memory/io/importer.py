@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import jsonl, legacy, sdk
 from . import parallel as _parallel  # (named so: ``parallel`` is import_path's switch)
+from .. import limits
 from ..allocation import collector_paused
 from ..storage.session import chunks
 from .common import (
@@ -137,7 +138,7 @@ def _import(
         # The children start while the names are judged, and are stopped however this ends.
         with _parallel.Parsers() if in_children else nullcontext() as parsers:
             folder = sdk.judge(listing)
-            cid = conversation_id or folder.conversation_id
+            cid = limits.conversation_id(conversation_id if conversation_id is not None else folder.conversation_id)
             result = ImportResult(cid, "openhands", str(path))
             if parsers is not None:
                 read: Any = _parallel.batches({"format": "openhands", "events_dir": str(folder.events_dir),
@@ -148,7 +149,7 @@ def _import(
             return write_conversation(store, cid, folder.metadata, read, result, progress,
                                       finish=lambda w: sdk.set_head(w, folder, result))
     kind = detect(path)
-    cid = conversation_id or path.stem
+    cid = limits.conversation_id(conversation_id if conversation_id is not None else path.stem)
     meta: dict[str, Any] = {"imported_from": {"format": kind, "path": str(path.resolve())}}
     if kind == "jsonl":
         result = ImportResult(cid, "jsonl", str(path))

@@ -23,7 +23,10 @@ accepts or refuses it as before and words the error:
   documents of up to 4 KB were, once: the larger observations, a sixth of an SDK history's,
   took pydantic's way at 15-20 us each);
 * a document holding a newline (a folder's file formatted by hand): its payload is the
-  event serialized anew, which pydantic's event gives.
+  event serialized anew, which pydantic's event gives;
+* a document holding ``\\u0000``, the one way JSON spells a NUL in a string (a raw one is a
+  control character, refused above): an identifier holding one is refused
+  (``codec.IDENTIFIERS``), with the words ``codec.event_row`` and the importer give.
 
 ``tests/test_quick_rows.py`` holds the structs to the models' fields and checks the promise
 on the factories' events and on hypothesis' changes to them.
@@ -103,7 +106,7 @@ def _object_or_null(raw: msgspec.Raw | None) -> bool:
 def row(conversation_id: str, seq: int, data: bytes) -> tuple[tuple[Any, ...], str | None] | None:
     """(row, parent id) of the event ``data`` holds, its row as ``codec.event_row(checked=False)``
     makes it (``data`` is the payload); None when pydantic must judge it (see the module)."""
-    if b"\n" in data:
+    if b"\n" in data or b"\\u0000" in data:
         return None
     counted = data.translate(None, _NOT_COUNTED)  # the opening brackets and the digits
     brackets = counted.count(b"{") + counted.count(b"[")

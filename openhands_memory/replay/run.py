@@ -22,6 +22,7 @@ from .calls import ModelCall, is_recorded_condensing, model_calls
 from .lost import Reuse
 from .meter import Meter
 from .report import CallInput, Prices, Replay, ReplaySet, StrategyReplay, Totals
+from .scratch import conversation_id as scratch_id
 
 if TYPE_CHECKING:  # the conversation runs a replay: it hands these in
     from ..conversation import Conversation, EventStore
@@ -151,7 +152,7 @@ def _run(ctx: _Context, condenser: "Strategy | None", label: str, k: int) -> Str
     scratch database."""
     history, scratch, progress = ctx.history, ctx.scratch, ctx.progress
     baseline = condenser is None
-    cid = f"replay:{history.conversation}:{k}"
+    cid = scratch_id(history.conversation, k)
     if cid in scratch:
         scratch.delete_conversation(cid)
     conv = scratch.create_conversation(cid, metadata={"replay_of": history.conversation, "strategy": label})

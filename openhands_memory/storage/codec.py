@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import EventTooLarge
+from ..errors import EventTooLarge, UnstorableIdentifier, shown
 from ..events import EVENT_CLASSES, Event
 
 #: The most bytes (UTF-8) of JSON one event may hold. Every write builds its row here, so an
@@ -24,6 +24,43 @@ def check_size(payload: str, what: str, done: str = "it was not written") -> Non
         if size > MAX_EVENT_BYTES:
             raise EventTooLarge(what, size, MAX_EVENT_BYTES, done)
 
+#: An event's identifiers: its external id, its tool call's id, the tool's name and the model
+#: response's id (columns of its row, which lookups compare: a result with its call, a
+#: response's batch, a Condensation's or a pin's external ids) and its parent's id (looked up
+#: by value when it is appended). None may hold a NUL (U+0000), on either backend: PostgreSQL
+#: cannot keep one in a text column (it stored ``ter\0m`` as ``ter`` while the JSON kept it
+#: whole, and then failed every lookup by the JSON's value), and SQLite can, so that the two
+#: would disagree. Such an event is refused whole, with nothing written, rather than its
+#: columns mapped to something else: no model provider or agent makes an identifier with a
+#: NUL, a mapping could make two ids one (or need every stored id rewritten to stay
+#: reversible), and the JSON, which is kept byte for byte, would still say otherwise. Every
+#: row is built by ``event_row`` (or ``io/quick_rows.py``, which leaves such an event to it),
+#: so an append, a batch (PostgreSQL's COPY), ``Conversation.writing``, an import and the
+#: SDK's store all refuse it. A NUL elsewhere (in a message's text, a tool's output) is
+#: stored whole: the JSON escapes it, and the search index reads it as a space.
+IDENTIFIERS = ("id", "tool_call_id", "tool_name", "llm_response_id", "parent_id")
+
+
+def identifier_with_nul(event: Event) -> tuple[str, str] | None:
+    """(field, value) of the first of ``event``'s identifiers holding a NUL; None if none does."""
+    fields = event.__dict__
+    if "\x00" not in f"{event.id}{fields.get('tool_call_id')}{fields.get('tool_name')}" \
+            f"{fields.get('llm_response_id')}{event.parent_id}":  # one test for all (every row asks)
+        return None
+    for name in IDENTIFIERS:
+        value = fields.get(name)
+        if value is not None and "\x00" in value:
+            return name, value
+    return None
+
+
+def check_identifiers(event: Event, done: str = "nothing was written") -> None:
+    """``UnstorableIdentifier`` when one of ``event``'s identifiers holds a NUL (``IDENTIFIERS``)."""
+    found = identifier_with_nul(event)
+    if found is not None:
+        raise UnstorableIdentifier(f"event {shown(event.id)} ({event.__dict__['kind']})", *found, done)
+
+
 EVENT_COLUMNS = (
     "conversation_id", "id", "kind", "source", "timestamp", "uid", "tool_call_id", "tool_name",
     "llm_response_id", "has_thinking", "llm_visible", "token_count", "payload",
@@ -41,6 +78,7 @@ def event_row(
     # Field values live in __dict__; reading them there skips pydantic's __getattr__, which
     # raises (slowly) for the kinds that lack a field.
     fields = event.__dict__
+    check_identifiers(event)
     if payload is None:
         payload = event.model_dump_json(exclude_none=True)
     if checked:

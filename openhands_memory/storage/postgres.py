@@ -28,6 +28,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
+from .. import limits
 from ..database import Location, connect_server, connect_timeout_of, judge_server
 from ..errors import (
     ConnectionLost,
@@ -39,6 +40,7 @@ from ..errors import (
     QueryTimeout,
     ReadOnlyViolation,
     ServerFailure,
+    ServerLimitExceeded,
     StatementCancelled,
     StatementTimeout,
 )
@@ -180,6 +182,16 @@ class PostgresSession(Session):
         except Exception as e:
             self.translate(e)
             raise
+
+    # Lookups by an event's identifiers (codec.IDENTIFIERS): a value holding a NUL names no
+    # row here, since none can hold one, and the server refuses to compare it (DataError). It
+    # comes from JSON the library keeps whole: a Condensation's forgotten ids, a pin's event
+    # id, the SDK's leaf_event_id, a call id in a row written before such rows were refused.
+    def seqs_of(self, cid: str, before: int, uids: Sequence[str]) -> list[tuple[int, str]]:
+        return super().seqs_of(cid, before, [u for u in uids if "\x00" not in u])
+
+    def results_near(self, cid: str, seq: int, call_id: str, span: int = 256) -> list[int]:
+        return [] if "\x00" in call_id else super().results_near(cid, seq, call_id, span)
 
     def no_index(self, column: str) -> str:
         # An expression the planner cannot match to an index (SQLite's unary plus does not
@@ -395,6 +407,7 @@ class PostgresSession(Session):
         # No search_key: PostgreSQL keys its search texts by the event's own key (storage/search.py).
         import json
 
+        limits.conversation_id(cid)  # as Session.insert_conversation: the rule every new id keeps
         self.execute(
             "INSERT INTO conversation (id, created_at, metadata) VALUES (?, ?, CAST(? AS JSON))",
             (cid, created_at, json.dumps(metadata)),
@@ -531,6 +544,8 @@ class PostgresRecorder(Recorder):
             kind: type[ServerFailure] = StatementTimeout if "timeout" in reason else StatementCancelled
         elif isinstance(error, psycopg.errors.LockNotAvailable):
             kind = StatementTimeout
+        elif isinstance(error, psycopg.errors.ProgramLimitExceeded):  # (an OperationalError too)
+            kind = ServerLimitExceeded
         elif isinstance(error, psycopg.OperationalError):  # out of disk, memory, connections...
             kind = ServerFailure
         else:

@@ -16,7 +16,7 @@ import json
 from itertools import islice
 from typing import Any, Iterable, Iterator, Sequence
 
-from .. import ranges
+from .. import limits, ranges
 from ..events import TOOL_KINDS
 from ..ranges import Run
 from ..searchable import fold_nul
@@ -217,6 +217,7 @@ class Session(InspectionQueries):
     # --- conversations -------------------------------------------------------------------
 
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
+        limits.conversation_id(cid)  # every new conversation's row is made here (or in postgres.py's)
         self.execute(
             f"INSERT INTO conversation (id, created_at, metadata, search_key) VALUES (?, ?, ?, {NEXT_SEARCH_KEY})",
             (cid, created_at, json.dumps(metadata)),
