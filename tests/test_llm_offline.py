@@ -53,6 +53,29 @@ MESSAGES = [
 ]
 
 
+def test_the_installed_litellm_is_a_release_these_rules_were_checked_against():
+    """Another release may count or look names up otherwise, so the library asks it instead
+    (slowly); run these tests against it and add it to CHECKED_RELEASES when they pass."""
+    from openhands_memory.llm import counting, price_map as prices
+
+    release = prices.litellm_release()
+    assert release in counting.CHECKED_RELEASES and release in prices.CHECKED_RELEASES, release
+
+
+def test_with_a_release_not_checked_litellm_counts_and_prices(monkeypatch):
+    from openhands_memory.llm import counting, price_map as prices
+
+    monkeypatch.setattr(prices, "litellm_release", lambda: "0.0.0")
+    monkeypatch.setattr(counting, "litellm_release", lambda: "0.0.0")
+    counting.text_counter.cache_clear()
+    try:
+        assert counting.text_counter("gpt-4o") is None and entry("gpt-4o") is None
+        assert count_tokens("gpt-4o", MESSAGES) == litellm.token_counter(model="gpt-4o", messages=MESSAGES)
+        assert token_prices("gpt-4o") == litellm_prices("gpt-4o")[0]
+    finally:
+        counting.text_counter.cache_clear()
+
+
 def litellm_prices(model: str) -> tuple[tuple[float, float | None, float] | None, int | None]:
     try:
         info = litellm.get_model_info(model)

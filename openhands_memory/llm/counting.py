@@ -12,8 +12,10 @@ can do it exactly and offline:
 
 Anything else (an image or a document to count, tool definitions, a tokenizer litellm would
 download from Hugging Face) is None here: the caller asks litellm. The rules below follow
-litellm's ``litellm_core_utils/token_counter.py`` and ``utils.py``, name for name;
-``tests/test_llm_offline.py`` holds the counts to litellm's for many models and texts.
+litellm's ``litellm_core_utils/token_counter.py`` and ``utils.py``, name for name, as they
+are in the releases in ``CHECKED_RELEASES``; ``tests/test_llm_offline.py`` holds the counts
+to litellm's for many models and texts. Another release's rules may differ (they change from
+one release to the next), so with it installed litellm counts.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import TokenizerUnavailable
-from .price_map import litellm_folder, models_of, openai_models, price_map
+from .price_map import litellm_folder, litellm_release, models_of, openai_models, price_map
 
 TextCounter = Callable[[str], int]
 
@@ -57,6 +59,9 @@ _DEEPSEEK = re.compile(
 )
 _TEXT_FIELDS = {"text": "text", "thinking": "thinking", "redacted_thinking": "thinking", "compaction": "content"}
 _REPLY_PRIMER = 3
+
+# The litellm releases these rules were checked against (tests/test_llm_offline.py).
+CHECKED_RELEASES = frozenset({"1.110.2"})
 _SAMPLES = 16
 
 _load_lock = threading.Lock()
@@ -255,6 +260,8 @@ def _extrapolating(exact: TextCounter) -> TextCounter:
 @functools.lru_cache(maxsize=64)
 def text_counter(model: str) -> TextCounter | None:
     """litellm's count of a text for ``model``, or None when litellm must count it."""
+    if litellm_release() not in CHECKED_RELEASES:
+        return None
     kind = huggingface_kind(model)
     if kind in _BUNDLED_HF:
         tokenizer = _huggingface(kind)

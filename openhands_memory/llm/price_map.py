@@ -10,12 +10,14 @@ file itself reads in tens of milliseconds. This module reads the file, never the
 ``provider/key`` for a key of that provider, for the providers in ``DIRECT_PROVIDERS``
 (``tests/test_llm_offline.py`` holds every such entry to litellm's answer). Any other name
 (an alias, another letter case, a provider whose lookup has rules of its own) is None here,
-and the caller asks litellm.
+and the caller asks litellm. So is every name when the installed litellm is not a release
+these rules were checked against (``CHECKED_RELEASES``): its lookup may differ.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
 import json
 from collections.abc import Mapping
@@ -23,6 +25,10 @@ from pathlib import Path
 from typing import Any
 
 MAP_FILE = "model_prices_and_context_window_backup.json"
+
+# The litellm releases whose lookup tests/test_llm_offline.py found to return every entry
+# ``entry`` answers for unchanged. Another release may resolve names otherwise: it is asked.
+CHECKED_RELEASES = frozenset({"1.105.3", "1.110.2"})
 
 # Providers whose map entries litellm's lookup returns as the file has them. Others (Azure,
 # Bedrock, Vertex, ...) go through per-provider rules, so litellm is asked for those.
@@ -40,6 +46,15 @@ def litellm_folder() -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+@functools.cache
+def litellm_release() -> str | None:
+    """The installed litellm's version, read from its metadata (not by importing it)."""
+    try:
+        return importlib.metadata.version("litellm")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 @functools.cache
@@ -114,6 +129,8 @@ def _openai_models() -> frozenset[str]:
 def entry(model: str) -> Mapping[str, Any] | None:
     """The map's entry for ``model`` when litellm would return it unchanged, else None (ask
     litellm: the name is not in the map as written, or its provider has lookup rules)."""
+    if litellm_release() not in CHECKED_RELEASES:
+        return None
     if model in price_map():  # litellm tries the name as written first
         return _direct(model)
     if "/" not in model:
