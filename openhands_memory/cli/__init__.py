@@ -10,11 +10,10 @@ options that exclude each other) is a usage error, exit status 2.
 
 from __future__ import annotations
 
-import functools
 import logging
 import sqlite3
 import sys
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -41,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "pin": ("commands_pins", "pin", "Condensing", "Pin an event, so that condensing never loses it."),
     "unpin": ("commands_pins", "unpin", "Condensing", "Unpin an event: condensations may forget it again."),
     "pins": ("commands_pins", "pins", "Condensing", "The pins in force, and how the view shows each."),
-    "search": ("commands_recall", "search", "Recall", "Find events a condensation hid (--all: any event)."),
+    "search": ("commands_recall", "search", "Recall", "Find events a condensation hid (--scope all: any event)."),
     "show": ("commands_recall", "show", "Recall", "Read one event in full, with the ids around it."),
     "replay": ("commands_replay", "replay", "Condensing", "What other strategies would have sent and cost."),
     "search-index": ("commands_recall", "search_index", "Recall", "Switch the search index on or off."),
@@ -202,30 +201,6 @@ def cli(ctx: click.Context, verbose: bool) -> None:
         log.propagate, driver.propagate = saved[1], saved[2]
 
     ctx.call_on_close(restore)
-
-
-# --- shared options ----------------------------------------------------------------------------
-
-
-def output_format(*formats: str, default: str = "table") -> Callable[[Callable], Callable]:
-    """``--format`` (one of ``formats``) and ``--json`` (short for ``--format json``).
-
-    The command receives ``fmt``.
-    """
-
-    def decorate(f: Callable) -> Callable:
-        @click.option("--json", "as_json", is_flag=True, help="Print JSON (same as --format json).")
-        @click.option(
-            "--format", "fmt", type=click.Choice(formats), default=default, show_default=True,
-            help="Output format.",
-        )
-        @functools.wraps(f)
-        def wrapper(*args: Any, as_json: bool, fmt: str, **kwargs: Any) -> Any:
-            return f(*args, fmt="json" if as_json else fmt, **kwargs)
-
-        return wrapper
-
-    return decorate
 
 
 def main(argv: list[str] | None = None) -> None:

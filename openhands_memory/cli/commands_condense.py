@@ -8,13 +8,13 @@ from typing import Any
 
 import click
 
-from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_reader, open_store
 from .describe import preview
 from . import UserError
 from .output import echo_json, echo_pairs, id_runs, number, one_line, say
 from .params import DATABASE, TEXT, path
+from .vocabulary import old_spelling, output_format
 
 
 def _value(text: str) -> Any:
@@ -42,8 +42,15 @@ def settings(pairs: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def split_type(spec: str) -> tuple[str, tuple[str, ...]]:
+    """``--type``'s value: ``recent,max_events=40`` -> ``("recent", ("max_events=40",))``."""
+    kind, *extra = [p.strip() for p in spec.split(",")]
+    return kind, tuple(extra)
+
+
 def build_condenser(config: Path | None, name: str | None, kind: str | None, pairs: tuple[str, ...]) -> tuple[Any, str]:
-    """The condenser the options describe, and a label for it."""
+    """The condenser the options describe (``kind``: ``--type``'s value, ``TYPE[,KEY=VALUE...]``),
+    and a label for it."""
     if config is not None and kind is not None:
         raise click.UsageError("give --config or --type, not both")
     if name is not None and config is None:
@@ -58,29 +65,36 @@ def build_condenser(config: Path | None, name: str | None, kind: str | None, pai
     if kind is not None:
         from ..config import condenser_from_section
 
-        condenser = condenser_from_section({"type": kind, **settings(pairs)}, {}, "--type")
+        base, extra = split_type(kind)
+        condenser = condenser_from_section({"type": base, **settings(extra + pairs)}, {}, "--type")
         return condenser, kind
     from ..condensers import default_condenser
 
     return default_condenser(), "the default condenser"
 
 
+#: The options that choose a strategy, spelled the same in condense and replay (where they
+#: repeat, one strategy each).
+CONFIG_HELP = "An OpenHands-style config.toml: its [condenser] section (or [condenser.NAME] with --name)."
+NAME_HELP = "Use the [condenser.NAME] section of --config."
+TYPE_HELP = ("A condenser type, settings after commas: noop, observation_masking, browser_output_masking, recent, "
+             "amortized, conversation_window, llm, structured, llm_attention, pipeline (or an alias such as "
+             "recent_events); e.g. recent,max_events=40.")
+SET_HELP = "A setting of the --type (repeatable), e.g. --set max_size=80 --set llm_config.model=gpt-4o-mini."
+
+
 @click.command()
 @click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
-@click.option("-c", "--config", type=path(dir_okay=False, path_type=Path),
-              help="An OpenHands-style config.toml with a [condenser] section.")
-@click.option("-n", "--name", type=TEXT, help="Use [condenser.NAME] of --config.")
-@click.option("-t", "--type", "kind", metavar="TYPE", type=TEXT,
-              help="A condenser type: noop, observation_masking, browser_output_masking, recent, amortized, "
-                   "conversation_window, llm, structured, llm_attention, pipeline (or an alias such as "
-                   "recent_events).")
-@click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE", type=TEXT,
-              help="A setting of --type (repeatable), e.g. --set max_size=80 --set llm_config.model=gpt-4o-mini.")
+@click.option("-c", "--config", type=path(dir_okay=False, path_type=Path), metavar="FILE", help=CONFIG_HELP)
+@click.option("--name", type=TEXT, metavar="NAME", help=NAME_HELP)
+@old_spelling("-n", into="name", new="--name", type=TEXT)
+@click.option("-t", "--type", "kind", metavar="TYPE[,KEY=VALUE...]", type=TEXT, help=TYPE_HELP)
+@click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE", type=TEXT, help=SET_HELP)
 @click.option("--dry-run", is_flag=True, help="Show what would be forgotten; write nothing, call no model.")
 @click.option("--with-summary", is_flag=True,
               help="With --dry-run: do call the model, to show its summary (or ranking).")
-@output_format("text", "json", default="text")
+@output_format()
 def condense(db: str, conversation: str, config: Path | None, name: str | None, kind: str | None,
              pairs: tuple[str, ...], dry_run: bool, with_summary: bool, fmt: str) -> None:
     """Run a condenser on CONV's current view and store the condensation it makes.
@@ -94,15 +108,14 @@ def condense(db: str, conversation: str, config: Path | None, name: str | None, 
     Example:
       openhands-memory condense agent.db fix-bug --dry-run
       openhands-memory condense agent.db fix-bug --type recent --set max_events=40
-      openhands-memory condense agent.db fix-bug --config config.toml
+      openhands-memory condense agent.db fix-bug --config config.toml --name small
     """
     if with_summary and not dry_run:
         raise click.UsageError("--with-summary goes with --dry-run")
     condenser, label = build_condenser(config, name, kind, pairs)
-    preview = dry_run and not with_summary
-    set_preview(condenser, preview)
-    # A dry run reads through a read-only store: the token counts it makes stay in memory.
-    report = _run(db, conversation, condenser, label, dry_run=dry_run)
+    # A dry run reads through a read-only store: the token counts it makes stay in memory;
+    # without --with-summary it calls no model (a preview).
+    report = _run(db, conversation, condenser, label, dry_run=dry_run, preview=dry_run and not with_summary)
     if fmt == "json":
         echo_json(report)
     else:
@@ -118,11 +131,6 @@ def llm_condensers(condenser: Any) -> list[Any]:
     if isinstance(condenser, LLMCondenser):
         return [condenser]
     return [c for sub in getattr(condenser, "condensers", None) or [] for c in llm_condensers(sub)]
-
-
-def set_preview(condenser: Any, preview: bool) -> None:
-    for c in llm_condensers(condenser):
-        c.preview = preview
 
 
 def summarizers(condenser: Any) -> str | None:
@@ -146,11 +154,11 @@ def _in_memory(before: Any, after: Any) -> dict[str, Any]:
     return {"sent_events": len(after), "left_out_ids": dropped, "rewritten_ids": changed}
 
 
-def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: bool) -> dict[str, Any]:
+def _run(db: str, conversation: str, condenser: Any, label: str, *, dry_run: bool, preview: bool) -> dict[str, Any]:
     store = open_reader(db) if dry_run else open_store(db)
     try:
         conv = open_conversation(store, conversation)
-        done = conv.condense(condenser, dry_run=dry_run)
+        done = conv.condense(condenser, dry_run=dry_run, preview=preview)
         before = done.view
         base = {"conversation": conv.id, "condenser": label, "dry_run": dry_run,
                 "summarizer": summarizers(condenser), "view_events": len(before)}
@@ -258,7 +266,7 @@ def _echo(report: dict[str, Any], label: str) -> None:
 @click.command("request-condensation")
 @click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
-@output_format("text", "json", default="text")
+@output_format()
 def request_condensation(db: str, conversation: str, fmt: str) -> None:
     """Append a CondensationRequest to CONV: the next condense (or agent step) must condense.
 

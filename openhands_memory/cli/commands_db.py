@@ -7,18 +7,18 @@ from typing import Any
 
 import click
 
-from . import output_format
-from .opening import is_url, open_reader, shown, writing_store
+from .opening import open_reader, shown, writing_store
 from .output import Column, Table, echo_csv, echo_json, echo_pairs, heading, number, progress_bar
 from .params import DATABASE, TEXT
+from .vocabulary import output_format
 
 # --- init ------------------------------------------------------------------------------------
 
 
 @click.command()
 @click.argument("db", type=DATABASE)
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
-def init(db: str, as_json: bool) -> None:
+@output_format()
+def init(db: str, fmt: str) -> None:
     """Create the database file DB at the current schema revision.
 
     A file that already is an up-to-date database is left as it is. A new file is built
@@ -38,14 +38,14 @@ def init(db: str, as_json: bool) -> None:
         from ..database import check_revision
 
         check_revision(db, state.revision)
-        if as_json:
+        if fmt == "json":
             echo_json({"path": shown(db), "created": False, "revision": state.revision})
         else:
             click.echo(f"{shown(db)} is already an openhands-memory database (schema revision {state.revision})")
         return
     with writing_store(db, create=True):
         pass
-    if as_json:
+    if fmt == "json":
         echo_json({"path": shown(db), "created": True, "revision": migrate.HEAD})
     else:
         click.echo(f"created {shown(db)} (schema revision {migrate.HEAD})")
@@ -54,26 +54,13 @@ def init(db: str, as_json: bool) -> None:
 # --- migrate ---------------------------------------------------------------------------------
 
 
-def _descriptions() -> dict[str, str]:
-    """Each revision's one-line description, from its script."""
-    from .. import migrate
-
-    try:
-        from alembic.script import ScriptDirectory
-
-        script = ScriptDirectory.from_config(migrate.alembic_config())
-        return {s.revision: (s.doc or "").strip() for s in script.walk_revisions()}
-    except Exception:  # descriptions are a nicety; never let them stop a migration
-        return {}
-
-
 @click.command()
 @click.argument("db", type=DATABASE)
-@click.option("-r", "--revision", type=TEXT, help="Target revision (default: the newest). With --downgrade: required; 'base' removes every table.")
+@click.option("-r", "--revision", type=TEXT, metavar="REVISION", help="Target revision (default: the newest). With --downgrade: required; 'base' removes every table.")
 @click.option("--downgrade", is_flag=True, help="Go back to an older revision.")
-@click.option("--dry-run", is_flag=True, help="Show the revisions that would run; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
-def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_json: bool) -> None:
+@click.option("--dry-run", is_flag=True, help="Show what would be done; write nothing.")
+@output_format()
+def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, fmt: str) -> None:
     """Bring DB's schema to the newest revision (or to --revision).
 
     A backup copy DB.bak-<revision>-<time> is made first (SQLite's backup API, so content
@@ -84,90 +71,47 @@ def migrate(db: str, revision: str | None, downgrade: bool, dry_run: bool, as_js
       openhands-memory migrate agent.db --dry-run
       openhands-memory migrate agent.db
     """
-    from .. import migrate as m
-    from ..database import Location, revision_of
-    from ..database import backup as database_backup
-    from ..errors import SchemaTooNew, StorageFault
+    from .. import migration_plan as m
 
-    location = Location.parse(db if is_url(db) else Path(db).expanduser())
-    exists, current = revision_of(location)
-    if not exists:
-        raise click.ClickException(f"{shown(db)}: no such database file")
-    if current is None:
-        raise click.ClickException(f"{shown(db)} is empty: nothing to migrate (create it with `openhands-memory init {shown(db)}`)")
-    if current not in m.REVISIONS:
-        raise SchemaTooNew(shown(db), current)
-    known = ", ".join(m.REVISIONS)
-    if downgrade:
-        if revision is None:
-            raise click.UsageError(f"--downgrade needs --revision (base or one of {known})")
-        if revision != "base" and revision not in m.REVISIONS:
-            raise click.BadParameter(f"{revision!r} is not a revision (base or one of {known})", param_hint="--revision")
-        stop = 0 if revision == "base" else m.REVISIONS.index(revision) + 1
-        steps = list(reversed(m.REVISIONS[stop : m.REVISIONS.index(current) + 1]))
-        verb = "downgrade"
-    else:
-        target = m.HEAD if revision in (None, "head") else revision
-        if target not in m.REVISIONS:
-            raise click.BadParameter(f"{revision!r} is not a revision (one of {known})", param_hint="--revision")
-        if m.REVISIONS.index(target) < m.REVISIONS.index(current):
-            raise click.UsageError(f"{shown(db)} is at {current}, newer than {target}: use --downgrade to go back")
-        steps = m.pending(current, target)
-        revision = target
-        verb = "upgrade"
-    outcome: dict[str, Any] = {"path": shown(db), "from": current, "to": revision if steps else current,
-                               "direction": verb, "steps": steps, "dry_run": dry_run, "backup": None}
-    if not steps:
-        if as_json:
-            echo_json(outcome)
-        else:
-            click.echo(f"{shown(db)} is already at revision {current}: nothing to do")
-        return
-    docs = _descriptions()
-    title = f"{verb} {shown(db)} from {current} to {revision}"
-    if dry_run:
-        if as_json:
-            echo_json(outcome)
-            return
-        click.echo(f"would {title}:")
-        for step in steps:
-            click.echo(f"  {step}  {docs.get(step, '')}".rstrip())
-        click.echo("dry run: nothing was written")
-        return
-    backup = database_backup(location.path, current) if location.path is not None else None
-    update, finish = progress_bar("indexing events for search")  # revision 0008's backfill
-    m.progress = update
+    if downgrade and revision is None:
+        from ..migrate import REVISIONS
+
+        raise click.UsageError(f"--downgrade needs --revision (base or one of {', '.join(REVISIONS)})")
     try:
-        m.apply(location, revision, backwards=downgrade)  # type: ignore[arg-type]
-    except StorageFault as e:  # a full disk or a read-only place: the message says what became of it
-        if backup is not None and not e.committed:
-            backup.unlink(missing_ok=True)
-        raise
-    except Exception as e:  # a refusal, or SQLAlchemy's or the driver's error from a revision's DDL
-        if backup is not None:
-            backup.unlink(missing_ok=True)  # nothing changed: the copy is not needed
-        if isinstance(e, m.MigrationRefused):
-            raise click.ClickException(f"{e}; nothing was changed") from None
-        orig = getattr(e, "orig", None) or e
-        detail = " ".join(str(orig).split())
-        raise click.ClickException(
-            f"{shown(db)}: {verb} {current} -> {revision} failed ({detail}); the database's "
-            f"revision mark ({current}) may disagree with its tables; nothing was changed"
-        ) from None
+        plan = m.plan(db, revision, downgrade=downgrade)
+    except m.UnknownRevision as e:
+        raise click.BadParameter(str(e), param_hint="--revision") from None
+    except m.WrongDirection as e:
+        raise click.UsageError(f"{e}: use --downgrade to go back") from None
+    verb, steps = plan.direction, plan.steps
+    outcome: dict[str, Any] = {"path": shown(db), "from": plan.current, "to": plan.target if steps else plan.current,
+                               "direction": verb, "steps": list(steps), "dry_run": dry_run, "backup": None}
+    if not steps or dry_run:
+        if fmt == "json":
+            echo_json(outcome)
+        elif not steps:
+            click.echo(f"{shown(db)} is already at revision {plan.current}: nothing to do")
+        else:
+            click.echo(f"would {verb} {shown(db)} from {plan.current} to {plan.target}:")
+            for step, doc in plan.descriptions().items():
+                click.echo(f"  {step}  {doc}".rstrip())
+            click.echo("dry run: nothing was written")
+        return
+    update, finish = progress_bar("indexing events for search")  # revision 0008's backfill
+    try:
+        done = m.run(plan, progress=update)
     finally:
-        m.progress = None
         if finish is not None:
             finish()
-    after = revision_of(location)[1]
-    outcome.update(to=after, backup=str(backup) if backup is not None else None)
-    if as_json:
+    outcome.update(to=done.revision, backup=str(done.backup) if done.backup is not None else None)
+    if fmt == "json":
         echo_json(outcome)
         return
-    if backup is not None:
-        click.echo(f"backed up {shown(db)} to {backup}")
+    if done.backup is not None:
+        click.echo(f"backed up {shown(db)} to {done.backup}")
     else:
         click.echo(f"{shown(db)}: no backup is made of a server database (pg_dump first if you need one)")
-    click.echo(f"{verb}d {shown(db)}: {current} -> {after} ({len(steps)} revision{'s' if len(steps) > 1 else ''})")
+    click.echo(f"{verb}d {shown(db)}: {plan.current} -> {done.revision} ({len(steps)} revision{'s' if len(steps) > 1 else ''})")
 
 
 # --- conversations and stats -----------------------------------------------------------------
@@ -181,7 +125,7 @@ def _when(timestamp: str | None) -> str:
 
 @click.command()
 @click.argument("db", type=DATABASE)
-@output_format("table", "json", "csv")
+@output_format("csv")
 def conversations(db: str, fmt: str) -> None:
     """List DB's conversations.
 
@@ -258,7 +202,7 @@ def echo_stats(title: str, stats: dict[str, Any]) -> None:
 @click.command()
 @click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="[CONV]", required=False, type=TEXT)
-@output_format("table", "json")
+@output_format()
 def stats(db: str, conversation: str | None, fmt: str) -> None:
     """Events, visible events, tokens, condensations by strategy and reason, and what the
     summarizer calls cost (from the llm_call ledger), for one conversation or all of DB.

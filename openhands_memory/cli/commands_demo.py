@@ -11,6 +11,7 @@ import click
 
 from .output import echo_json, heading, id_runs, term_width
 from .params import DATABASE
+from .vocabulary import output_format
 
 DEFAULT_DB = "openhands-memory-demo.db"
 CONVERSATION = "demo"
@@ -53,8 +54,8 @@ def starts_llm_call(event, previous) -> bool:  # type: ignore[no-untyped-def]
 
 @click.command()
 @click.argument("db", required=False, default=DEFAULT_DB, metavar="[DB]", type=DATABASE)
-@click.option("--json", "as_json", is_flag=True, help="Print what was built as JSON instead.")
-def demo(db: str, as_json: bool) -> None:
+@output_format()
+def demo(db: str, fmt: str) -> None:
     """Build a demo database (default: ./openhands-memory-demo.db) and show what it holds.
 
     It replays a bundled session of a coding agent fixing a date-parsing bug (about 300
@@ -73,10 +74,11 @@ def demo(db: str, as_json: bool) -> None:
     from ..data import DEMO_CONVERSATION
     from ..events import event_from_json
     from ..conversation import EventStore
-    from ..inspection import stats
+    from ..inspection import history, stats
     from .commands_db import echo_stats
     from .commands_events import echo_view
 
+    as_json = fmt == "json"
     path = Path(db).expanduser()
     if path.exists():
         if not _is_demo(path):
@@ -108,14 +110,13 @@ def demo(db: str, as_json: bool) -> None:
                 steps += 1
                 if len(conv) > before:  # the step stored a condensation
                     condensations += 1
-                    cond = conv.get(before)
-                    with store.reading() as session:
-                        runs = session.ranges_of(conv.id, before)
+                    cond = next(history(store, conv.id, before, before)).condensation or {}
+                    runs = cond.get("forgotten_ranges", [])
                     forgot = sum(e - s + 1 for s, e in runs)
                     echo(
                         f"  event {before:>3}: forgot {forgot} events "
                         f"({id_runs(i for s, e in runs for i in range(s, e + 1))})"
-                        + (" into a summary" if getattr(cond, "summary", None) else "")
+                        + (" into a summary" if cond.get("summary") else "")
                         + f"; the view is {len(view)} events"
                     )
             conv.append(event)

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import output_format
 from .opening import open_reader, open_store, shown
 from .output import echo_json, progress_bar
 from .params import DATABASE, number
+from .vocabulary import output_format
 
 if TYPE_CHECKING:
     from ..inspection.doctor import Report
@@ -42,7 +42,7 @@ def run_check(store, full: bool, min_age: float) -> Report:
               metavar="SECONDS",
               help="Answer a dangling call of a conversation's newest batch only once it is this old: until then "
                    "its tool may still be running. 0: every dangling call (no agent is running).")
-@output_format("text", "json", default="text")
+@output_format()
 def doctor(db: str, full: bool, fix: bool, min_age: float, fmt: str) -> None:
     """Check DB: id gaps, tool calls and results, condensation bookkeeping.
 

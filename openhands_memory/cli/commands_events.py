@@ -13,13 +13,13 @@ import click
 
 if TYPE_CHECKING:
     from ..conversation import EventStore
-from . import output_format
 from .describe import kind_label, one, pin_text, source_label
 from .opening import conversation as open_conversation
 from .opening import judge, open_reader, shown, writing_store
 from .. import ranges
 from .output import Column, Table, echo_csv, echo_json, id_runs, note, one_line, term_width
 from .params import DATABASE, EVENT_ID, TEXT, event_in
+from .vocabulary import old_spelling, output_format
 
 # --- append ----------------------------------------------------------------------------------
 
@@ -29,7 +29,7 @@ from .params import DATABASE, EVENT_ID, TEXT, event_in
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.argument("file", required=False, type=TEXT)
 @click.option("--create", is_flag=True, help="Create DB and the conversation if they do not exist yet.")
-@output_format("text", "json", default="text")
+@output_format()
 def append(db: str, conversation: str, file: str | None, create: bool, fmt: str) -> None:
     """Append the events in FILE (or stdin) to conversation CONV, all in one transaction.
 
@@ -193,16 +193,16 @@ def echo_view(conversation_id: str, v: Any, historical: bool = False, empty_head
 @click.command()
 @click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
-@click.option("--at", type=EVENT_ID, metavar="N", help="The view as it was right after event N.")
-@click.option("--head", type=EVENT_ID, metavar="N",
-              help="The view of the branch ending at event N (as HEAD at N would give it).")
-@output_format("table", "json", "messages")
-def view(db: str, conversation: str, at: int | None, head: int | None, fmt: str) -> None:
+@click.option("--at", type=EVENT_ID, metavar="N",
+              help="The view right after event N: what HEAD at N would give, on any branch.")
+@old_spelling("--head", into="at", new="--at", type=EVENT_ID, metavar="N")
+@output_format("messages")
+def view(db: str, conversation: str, at: int | None, fmt: str) -> None:
     """What the agent sees now: the events sent to the model, with the summary in place.
 
-    On a history tree (see `branches`) that is the path from HEAD to the root; --head N
-    shows another branch's view, --at N the view right after event N (the same path).
-    --format messages prints the provider messages (litellm's shape) instead. With pins
+    On a history tree (see `branches`) that is the path from HEAD to the root; --at N
+    shows the view right after event N, the path from N to the root, whichever branch N is
+    on. --format messages prints the provider messages (litellm's shape) instead. With pins
     (see `pins`), a "pin" column says keep or reinject; a pinned event a condensation forgot
     is shown again after the summary, as a "P" row.
 
@@ -210,23 +210,19 @@ def view(db: str, conversation: str, at: int | None, head: int | None, fmt: str)
     Example:
       openhands-memory view agent.db fix-bug
       openhands-memory view agent.db fix-bug --at 120 --format messages
-      openhands-memory view agent.db fix-bug --head 57
     """
-    if at is not None and head is not None:
-        raise click.UsageError("give --at or --head, not both")
     store = open_reader(db)
     conv = open_conversation(store, conversation)
     last = len(conv) - 1
-    for value, hint in ((at, "--at"), (head, "--head")):
-        event_in(value, last, conv.id, hint)
-    v = conv.view(at=at) if head is None else conv.view(head=head)
+    event_in(at, last, conv.id, "--at")
+    v = conv.view(at=at)
     if fmt == "json":
         echo_json(view_json(v))
         return
     if fmt == "messages":
         echo_json(v.to_messages())
         return
-    echo_view(conv.id, v, at is not None, empty_head=last >= 0 and at is None and head is None)
+    echo_view(conv.id, v, at is not None, empty_head=last >= 0 and at is None)
     store.close()
 
 
@@ -279,7 +275,7 @@ def history_rows(store: "EventStore", cid: str, start: int, stop: int | None,
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.option("--from", "start", type=EVENT_ID, default=0, metavar="N", help="First event id to show.")
 @click.option("--to", "stop", type=EVENT_ID, default=None, metavar="N", help="Last event id to show.")
-@output_format("table", "json", "csv")
+@output_format("csv")
 def history(db: str, conversation: str, start: int, stop: int | None, fmt: str) -> None:
     """Every event of CONV, forgotten or not.
 
@@ -297,10 +293,10 @@ def history(db: str, conversation: str, start: int, stop: int | None, fmt: str) 
 
     store = open_reader(db)
     cid = store.find_conversation(conversation)
-    last = len(store.conversation(cid)) - 1 if fmt == "table" else -1  # read before the path
+    last = len(store.conversation(cid)) - 1 if fmt == "text" else -1  # read before the path
     path = head_path(store, cid)
     rows = history_rows(store, cid, start, stop, path)
-    if fmt == "table":
+    if fmt == "text":
         first = next(rows, None)
         if first is None:
             click.echo(f"{cid} has no events" + (" in that range" if start or stop is not None else " yet"))

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
-from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_reader
 from .output import echo_json, note
 from .params import DATABASE, TEXT, path
+from .vocabulary import old_spelling, output_format
 
 FORMAT_NAMES = {
     "openhands": "OpenHands SDK folder",
@@ -26,12 +26,14 @@ PROGRESS_MIN = 5000  # smaller imports finish before a bar is worth drawing
 @click.command("import")
 @click.argument("db", type=DATABASE)
 @click.argument("path", type=path(path_type=Path))
-@click.option("-c", "--conversation", "conversation_id", metavar="ID", type=TEXT,
-              help="Id of the new conversation (default: base_state.json's id, else the folder or file name).")
+@click.option("--as", "conversation_id", metavar="ID", type=TEXT,
+              help="The new conversation's id (default: base_state.json's id, else the folder or file name).")
+@old_spelling("-c", into="conversation_id", new="--as", type=TEXT, metavar="ID")
+@old_spelling("--conversation", into="conversation_id", new="--as", type=TEXT, metavar="ID")
 @click.option("--no-search-index", "no_index", is_flag=True,
               help="Create DB without the search index (a new DB, or one whose index is off): several "
                    "times faster; build it later with `search-index DB on`.")
-@output_format("text", "json", default="text")
+@output_format()
 def import_(db: str, path: Path, conversation_id: str | None, no_index: bool, fmt: str) -> None:
     """Import PATH into DB as a new conversation (DB is created if needed).
 
@@ -53,7 +55,7 @@ def import_(db: str, path: Path, conversation_id: str | None, no_index: bool, fm
     \b
     Example:
       openhands-memory import agent.db ~/.openhands/conversations/<id>
-      openhands-memory import agent.db trajectory.json --conversation bug-42
+      openhands-memory import agent.db trajectory.json --as bug-42
       openhands-memory import big.db history.jsonl --no-search-index
       openhands-memory search-index big.db on
     """
@@ -80,7 +82,7 @@ def import_(db: str, path: Path, conversation_id: str | None, no_index: bool, fm
             else:
                 result = importer.import_path(store, path, conversation_id)
         except ConversationExists as e:
-            raise click.ClickException(f"{e}; import it under another id with --conversation ID") from None
+            raise click.ClickException(f"{e}; import it under another id with --as ID") from None
         v = store.conversation(result.conversation_id).view()
     if no_index:
         result.notes.append(f"{db} keeps no search index: `openhands-memory search-index {db} on` builds it")
@@ -97,14 +99,18 @@ def import_(db: str, path: Path, conversation_id: str | None, no_index: bool, fm
 @click.command()
 @click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
-@click.option("-f", "--format", "fmt", type=click.Choice(["jsonl", "openhands"]), default="jsonl", show_default=True,
+@click.option("--file-format", type=click.Choice(["jsonl", "openhands"]), default="jsonl", show_default=True,
               help="jsonl: one event a line; openhands: an SDK conversation folder.")
-@click.option("-o", "--output", type=path(path_type=Path),
+@old_spelling("-f", into="file_format", new="--file-format", type=click.Choice(["jsonl", "openhands"]))
+@click.option("-o", "--output", type=path(),
               help="Where to write (jsonl: a file, default stdout; openhands: a new folder, default ./CONV).")
 @click.option("--force", is_flag=True, help="jsonl: overwrite an existing file.")
-@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON (needs -o for jsonl).")
-def export(db: str, conversation: str, fmt: str, output: Path | None, force: bool, as_json: bool) -> None:
-    """Export conversation CONV.
+@output_format(moved={"jsonl": "file_format", "openhands": "file_format"})
+def export(db: str, conversation: str, file_format: str, output: str | None, force: bool, fmt: str) -> None:
+    """Export conversation CONV, as JSON Lines or as an OpenHands SDK folder.
+
+    With -o, what was written is said (--json: as JSON); without it, JSON Lines go to
+    stdout.
 
     The OpenHands folder is laid out and named as the SDK writes it; condensations made here
     are written in the SDK's shape (forgotten_event_ids), so importing the folder again gives
@@ -113,38 +119,44 @@ def export(db: str, conversation: str, fmt: str, output: Path | None, force: boo
     \b
     Example:
       openhands-memory export agent.db fix-bug -o fix-bug.jsonl
-      openhands-memory export agent.db fix-bug -f openhands -o ./fix-bug
+      openhands-memory export agent.db fix-bug --file-format openhands -o fix
     """
-    from ..files import database_files, refuse_overwrite, replace_whole
+    from ..files import check_output, database_files, refuse_overwrite, replace_whole
     from ..io import jsonl, sdk
     from .opening import is_url
 
-    if as_json and fmt == "jsonl" and (output is None or str(output) == "-"):
+    as_json = fmt == "json"
+    if as_json and file_format == "jsonl" and (output is None or str(output) == "-"):
         raise click.UsageError("--json reports on a written file: give -o FILE (stdout holds the events)")
+    folder = file_format == "openhands"
+    # Judged before anything is read (files.check_output): a name no file can have, or a
+    # folder missing or not writable, is one line naming it, not a traceback.
+    to_stdout = output is None or (output == "-" and not folder)
+    target = None if to_stdout else check_output(output, what="-o", folder=folder)
     store = open_reader(db)
     try:
         conv = open_conversation(store, conversation)
-        if fmt == "openhands":
-            target = output or Path(conv.id)
+        if folder:
+            target = target or check_output(conv.id, what="the folder named after the conversation", folder=True)
             result = sdk.export_folder(conv, target)
             if as_json:
-                echo_json({"conversation": conv.id, "format": fmt, **result.as_dict()})
+                echo_json({"conversation": conv.id, "format": file_format, **result.as_dict()})
                 return
             click.echo(f"exported {result.events:,} events to {target}{os.sep} (OpenHands SDK layout)")
             for text in result.notes:
                 note(f"note: {text}")
             return
-        if output is None or str(output) == "-":
+        if target is None:
             jsonl.write_jsonl(conv, sys.stdout)
             return
         if not is_url(db):
-            refuse_overwrite(output, database_files(db))
-        if output.exists() and not force:
-            raise click.ClickException(f"{output} already exists (use --force to overwrite it)")
-        n = replace_whole(output, lambda f: jsonl.write_jsonl(conv, f))
+            refuse_overwrite(target, database_files(db))
+        if target.exists() and not force:
+            raise click.ClickException(f"{target} already exists (use --force to overwrite it)")
+        n = replace_whole(target, lambda f: jsonl.write_jsonl(conv, f))
         if as_json:
-            echo_json({"conversation": conv.id, "format": fmt, "path": str(output), "events": n, "notes": []})
+            echo_json({"conversation": conv.id, "format": file_format, "path": str(target), "events": n, "notes": []})
             return
-        click.echo(f"exported {n:,} events to {output}")
+        click.echo(f"exported {n:,} events to {target}")
     finally:
         store.close()

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_reader, writing_store
 from .output import Column, Table, echo_json, say
 from .params import DATABASE, EVENT_ID, TEXT, count, event_in
+from .vocabulary import output_format
 
 if TYPE_CHECKING:
     from ..view import View
@@ -53,7 +53,7 @@ def shown_as(view: "View") -> dict[int, str]:
 @click.option("-g", "--group", metavar="NAME", type=TEXT, help="A newer pin in the same group replaces the older one.")
 @click.option("--budget", type=count(0), metavar="TOKENS",
               help="Refuse the pin if all pinned events would take more tokens than this.")
-@output_format("text", "json", default="text")
+@output_format()
 def pin(db: str, conversation: str, seq: int, mode: str, label: str | None, group: str | None,
         budget: int | None, fmt: str) -> None:
     """Pin event SEQ of CONV, so that condensing never loses it from the model's view.
@@ -85,7 +85,7 @@ def pin(db: str, conversation: str, seq: int, mode: str, label: str | None, grou
 @click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.argument("seq", type=EVENT_ID, metavar="SEQ")
-@output_format("text", "json", default="text")
+@output_format()
 def unpin(db: str, conversation: str, seq: int, fmt: str) -> None:
     """Unpin event SEQ of CONV: later condensations may forget it again.
 
@@ -109,7 +109,7 @@ def unpin(db: str, conversation: str, seq: int, fmt: str) -> None:
 @click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.option("--at", type=EVENT_ID, metavar="N", help="The pins in force right after event N.")
-@output_format("table", "json")
+@output_format()
 def pins(db: str, conversation: str, at: int | None, fmt: str) -> None:
     """The pins in force in CONV (on HEAD's branch, or right after event --at N).
 

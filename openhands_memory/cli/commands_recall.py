@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Sequence
 
 import click
 
-from . import output_format
 from .describe import KIND_LABELS, kind_label
 from .opening import conversation as open_conversation
 from .opening import open_reader
 from .output import _unicode_ok, cut, echo_json, one_line, say, term_width
 from .params import DATABASE, EVENT_ID, TEXT, count
+from .vocabulary import old_spelling, output_format
 
 if TYPE_CHECKING:
     from ..conversation.recall import Hit, Recalled
@@ -159,8 +159,10 @@ def echo_hits(hits: Sequence["Hit"], width: int) -> None:
 @click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.argument("query", metavar="QUERY", type=TEXT)
-@click.option("--all", "everywhere", is_flag=True, help="Search the whole branch, events in view too.")
-@click.option("--visible", is_flag=True, help="Search only the events the model sees now.")
+@click.option("--scope", type=click.Choice(list(WHERE)), default="forgotten", show_default=True,
+              help="Where to search: the events condensations hid, those in view, or all of HEAD's branch.")
+@old_spelling("--all", into="scope", new="--scope all", is_flag=True, value="all")
+@old_spelling("--visible", into="scope", new="--scope visible", is_flag=True, value="visible")
 @click.option("--kind", "kinds", multiple=True, metavar="KIND", type=TEXT, callback=_kinds,
               help="Only events of this kind (message, action, observation, error, ...); repeatable.")
 @click.option("--tool", "tools", multiple=True, metavar="NAME", type=TEXT,
@@ -169,26 +171,24 @@ def echo_hits(hits: Sequence["Hit"], width: int) -> None:
 @click.option("--after", metavar="ISO", type=TEXT, callback=_timestamp, help="Only events after this time.")
 @click.option("-n", "--limit", type=count(1), default=10, metavar="N", show_default=True,
               help="At most this many hits, the best first.")
-@output_format("text", "json", default="text")
-def search(db: str, conversation: str, query: str, everywhere: bool, visible: bool, kinds: tuple[str, ...],
+@output_format()
+def search(db: str, conversation: str, query: str, scope: str, kinds: tuple[str, ...],
            tools: tuple[str, ...], before: str | None, after: str | None, limit: int, fmt: str) -> None:
     """Find events of CONV by words, a "phrase" or a fragment of a name or path.
 
     By default only among the events condensations hid from the model (what it sees needs
-    no search); --all searches HEAD's whole branch, --visible only what is in view. Each hit
-    gives the event's id, kind, tool, time and the condensation that hid it, then a snippet
-    with the match highlighted (marked [[like this]] when not on a terminal). Read a hit
-    in full with `show`.
+    no search); --scope all searches HEAD's whole branch, --scope visible only what is in
+    view. Each hit gives the event's id, kind, tool, time and the condensation that hid it,
+    then a snippet with the match highlighted (marked [[like this]] when not on a
+    terminal). Read a hit in full with `show`.
 
     \b
     Example:
       openhands-memory search agent.db fix-bug "KeyError"
-      openhands-memory search agent.db fix-bug config_loader --all --kind action
+      openhands-memory search agent.db fix-bug config_loader --scope all
       openhands-memory search agent.db fix-bug "no such file" --tool terminal
+      openhands-memory search agent.db fix-bug pytest --kind action -n 20
     """
-    if everywhere and visible:
-        raise click.UsageError("give --all or --visible, not both")
-    scope = "all" if everywhere else "visible" if visible else "forgotten"
     store = open_reader(db)
     conv = open_conversation(store, conversation)
     hits = conv.search(query, limit=limit, scope=scope,  # type: ignore[arg-type]
@@ -198,7 +198,7 @@ def search(db: str, conversation: str, query: str, everywhere: bool, visible: bo
         return
     asked = f'"{one_line(printable(query))}"'
     if not hits:
-        hint = " (--all searches the events in view too)" if scope == "forgotten" else ""
+        hint = " (--scope all searches the events in view too)" if scope == "forgotten" else ""
         say(f"no hits for {asked} {WHERE[scope]} of {conv.id}{hint}")
         return
     more = f" (the best {limit}; --limit for more)" if len(hits) == limit else ""
@@ -267,7 +267,7 @@ def joined(parts: Sequence[str], width: int, sep: str = " · ", indent: str = " 
               help="How many neighbour ids to list each side, to scroll with.")
 @click.option("--max-chars", type=count(1), default=4000, metavar="N", show_default=True,
               help="Cut the text to this many characters (its head and tail kept).")
-@output_format("text", "json", default="text")
+@output_format()
 def show(db: str, conversation: str, seq: int, window: int, max_chars: int, fmt: str) -> None:
     """Event SEQ of CONV in full: as a summarizer reads it, forgotten or not.
 
@@ -300,7 +300,7 @@ def show(db: str, conversation: str, seq: int, window: int, max_chars: int, fmt:
 @click.command("search-index")
 @click.argument("db", type=DATABASE)
 @click.argument("state", required=False, type=click.Choice(["on", "off"]))
-@output_format("text", "json", default="text")
+@output_format()
 def search_index(db: str, state: str | None, fmt: str) -> None:
     """Say whether DB keeps the full-text index that search reads, or switch it on or off.
 

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import click
 
-from . import UserError, output_format
-from .commands_condense import build_condenser, llm_condensers
+from . import UserError
+from .commands_condense import CONFIG_HELP, NAME_HELP, SET_HELP, TYPE_HELP, build_condenser, llm_condensers
 from .opening import conversation as open_conversation
 from .opening import is_url, open_reader, shown
 from .output import Column, Table, progress_bar, say
 from .params import DATABASE, TEXT, number, path
+from .vocabulary import deprecated, old_spelling, output_format
 
 if TYPE_CHECKING:
     from ..replay.report import Prices, Replay, ReplaySet
@@ -29,20 +30,40 @@ DEFAULTS = {"none": "noop", "masking": "observation_masking", "summary": "llm"}
 DEFAULT_SCRATCH = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "openhands-memory" / "replay.db"
 
 
-def _strategies(configs: Sequence[str], types: Sequence[str], pairs: tuple[str, ...]) -> list[tuple[str, Any]]:
-    """(label, condenser) for each --config FILE[:NAME] and --type TYPE[,key=value...]."""
+def _config_sections(configs: Sequence[Path], names: Sequence[str]) -> list[tuple[Path, str | None]]:
+    """(file, section) for each strategy --config and --name choose: each --config's
+    [condenser], or with --name, each named [condenser.NAME] of the one --config. The old
+    spelling FILE:NAME (a file that is not there, whose name before its last colon is) is
+    read as --config FILE --name NAME."""
+    out: list[tuple[Path, str | None]] = []
+    for config in configs:
+        head, colon, name = str(config).rpartition(":")
+        if colon and name and not config.exists() and Path(head).is_file():
+            deprecated(f"--config {config}", f"--config {head} --name {name}")
+            out.append((Path(head), name))
+        else:
+            out.append((config, None))
+    if names:
+        plain = [c for c, section in out if section is None]
+        if len(plain) != 1:
+            raise click.UsageError("--name picks [condenser.NAME] sections of one --config: give a single --config")
+        out = [(c, section) for c, section in out if section is not None] + [(plain[0], n) for n in names]
+    return out
+
+
+def _strategies(sections: Sequence[tuple[Path, str | None]], types: Sequence[str],
+                pairs: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """(label, condenser) for each config section and each --type TYPE[,KEY=VALUE...]."""
     if pairs and len(types) != 1:
-        raise click.UsageError("--set adjusts a single --type (several: --type TYPE,key=value,...)")
+        raise click.UsageError("--set adjusts a single --type (several: --type TYPE,KEY=VALUE,...)")
     out: list[tuple[str, Any]] = []
-    for spec in configs:
-        path, _, name = spec.partition(":")
-        condenser, _ = build_condenser(Path(path), name or None, None, ())
-        out.append((Path(path).stem + (f":{name}" if name else ""), condenser))
-    if not configs and not types:
+    for config, name in sections:
+        condenser, _ = build_condenser(config, name, None, ())
+        out.append((config.stem + (f":{name}" if name else ""), condenser))
+    if not sections and not types:
         return [(label, build_condenser(None, None, kind, ())[0]) for label, kind in DEFAULTS.items()]
     for spec in types:
-        kind, *extra = [p.strip() for p in spec.split(",")]
-        condenser, _ = build_condenser(None, None, kind, tuple(extra) + pairs)
+        condenser, _ = build_condenser(None, None, spec, pairs)
         out.append((spec if not pairs else ",".join([spec, *pairs]), condenser))
     labels = [label for label, _ in out]
     return [(label if labels.count(label) == 1 else f"{label} #{k}", c) for k, (label, c) in enumerate(out, 1)]
@@ -82,34 +103,37 @@ def _counter(tokenizer: str | None, model: str | None) -> Any:
 @click.command()
 @click.argument("db", type=DATABASE)
 @click.argument("conversations", metavar="[CONV]...", nargs=-1, type=TEXT)
-@click.option("--all", "every", is_flag=True, help="Replay every conversation of DB (sums at the end).")
-@click.option("-c", "--config", "configs", multiple=True, metavar="FILE[:NAME]", type=TEXT,
-              help="A strategy: the [condenser] (or [condenser.NAME]) section of an OpenHands-style "
-                   "config.toml (repeatable).")
+@click.option("--all-conversations", "every", is_flag=True,
+              help="Replay every conversation of DB (sums at the end).")
+@old_spelling("--all", into="every", new="--all-conversations", is_flag=True, value=True)
+@click.option("-c", "--config", "configs", multiple=True, type=path(dir_okay=False, path_type=Path), metavar="FILE",
+              help=CONFIG_HELP + " A strategy; repeatable.")
+@click.option("--name", "names", multiple=True, type=TEXT, metavar="NAME",
+              help=NAME_HELP + " A strategy; repeatable, to compare sections of one file.")
 @click.option("-t", "--type", "types", multiple=True, metavar="TYPE[,KEY=VALUE...]", type=TEXT,
-              help="A strategy by type and settings (repeatable), e.g. observation_masking,attention_window=50. "
-                   "Without --config or --type: noop, observation_masking and llm (as none, masking, summary).")
-@click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE", type=TEXT,
-              help="A setting of the one --type (repeatable), as in condense.")
-@click.option("--model", type=TEXT, help="Price the calls as this model (litellm's price map) and count tokens with its "
-                              "tokenizer.")
-@click.option("--tokenizer", type=TEXT, help="Count tokens with this model's tokenizer, or chars/4 (the default without "
-                                  "--model).")
+              help=TYPE_HELP + " A strategy; repeatable. Without --config or --type: noop, observation_masking "
+                   "and llm (as none, masking, summary).")
+@click.option("-s", "--set", "pairs", multiple=True, metavar="KEY=VALUE", type=TEXT, help=SET_HELP)
+@click.option("--model", type=TEXT, metavar="MODEL",
+              help="Price the calls as this model (litellm's price map) and count tokens with its tokenizer.")
+@click.option("--tokenizer", type=TEXT, metavar="MODEL",
+              help="Count tokens with this model's tokenizer, or chars/4 (the default without --model).")
 @click.option("--llm", "llm_model", metavar="MODEL", type=TEXT,
               help="Summaries written by this model through litellm (key and base URL from "
                    "OPENHANDS_MEMORY_LLM_API_BASE / _API_KEY), not the offline summarizer; replies are kept "
                    "in --scratch.")
-@click.option("--max-cost", type=number(0), default=1.0, show_default=True,
+@click.option("--max-cost", type=number(0), default=1.0, show_default=True, metavar="USD",
               help="With --llm: USD the summary calls may spend before the replay stops.")
-@click.option("--scratch", type=path(dir_okay=False, path_type=Path),
+@click.option("--scratch", type=path(dir_okay=False),
               help="The scratch database (kept): a new path, or one an earlier replay made. Default with "
                    "--llm: ~/.cache/openhands-memory/replay.db; otherwise a throwaway one.")
-@click.option("--html", "html_file", type=path(dir_okay=False, path_type=Path),
+@click.option("--html", "html_file", type=path(dir_okay=False),
               help="Also write one self-contained HTML page: input tokens per call, per strategy.")
-@click.option("--svg", "svg_file", type=path(dir_okay=False, path_type=Path),
+@click.option("--svg", "svg_file", type=path(dir_okay=False),
               help="Also write the chart alone as an SVG image (of the first conversation).")
-@output_format("table", "json", default="table")
-def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[str, ...], types: tuple[str, ...],
+@output_format()
+def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[Path, ...], names: tuple[str, ...],
+           types: tuple[str, ...],
            pairs: tuple[str, ...], model: str | None, tokenizer: str | None, llm_model: str | None,
            max_cost: float, scratch: Path | None, html_file: Path | None, svg_file: Path | None,
            fmt: str) -> None:
@@ -126,14 +150,17 @@ def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[
       openhands-memory replay openhands-memory-demo.db demo --model gpt-4o
       openhands-memory replay agent.db fix-bug -t noop -t recent,max_events=40
       openhands-memory replay agent.db fix-bug -c a.toml -c b.toml --html r.html
+      openhands-memory replay agent.db fix-bug -c config.toml --name a --name b
       openhands-memory replay agent.db fix-bug --llm openai/gpt-4o-mini
-      openhands-memory replay agent.db --all --json
+      openhands-memory replay agent.db --all-conversations --json
     """
     if every and conversations:
-        raise click.UsageError("give conversations or --all, not both")
+        raise click.UsageError("give conversations or --all-conversations, not both")
     if not every and not conversations:
-        raise click.UsageError("name a conversation (or several), or give --all")
-    strategies = _strategies(configs, types, pairs)
+        raise click.UsageError("name a conversation (or several), or give --all-conversations")
+    html_file, svg_file, scratch = _judged(html_file, svg_file, scratch)
+    sections = _config_sections(configs, names)
+    strategies = _strategies(sections, types, pairs)
     if llm_model is not None:
         _model_summaries(strategies, llm_model)
     prices = _prices(model)
@@ -145,13 +172,13 @@ def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[
     if scratch is None and llm_model is not None:
         scratch = DEFAULT_SCRATCH
         scratch.parent.mkdir(parents=True, exist_ok=True)
-    _refuse_outputs(db, configs, scratch, html_file, svg_file)
-    results, warning = _replay_all(source, ids, strategies, counter, prices, scratch,
-                                   max_cost if llm_model else None)
+    _refuse_outputs(db, [c for c, _ in sections], scratch, html_file, svg_file)
+    results, warning, kept = _replay_all(source, ids, strategies, counter, prices, scratch,
+                                         max_cost if llm_model else None)
     from ..replay.run import aggregate
 
     report: "Replay | ReplaySet" = results[0] if len(results) == 1 and not every else aggregate(results)
-    written = _write_outputs(report, results[0], html_file, svg_file)
+    written = _write_outputs(report, results[0], html_file, svg_file, kept)
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
     else:
@@ -162,14 +189,25 @@ def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[
         click.echo(f"Warning: {warning}", err=True)
 
 
-def _refuse_outputs(db: str, configs: Sequence[str], scratch: Path | None, html_file: Path | None,
+def _judged(html_file: str | None, svg_file: str | None,
+            scratch: str | None) -> tuple[Path | None, Path | None, Path | None]:
+    """The outputs and the scratch database as paths, each judged a file that can be written
+    there (files.check_output) before anything runs: a name no file can have (too long, a
+    folder's) or a folder missing or not writable used to be found once the replay had run."""
+    from ..files import check_output
+
+    return tuple(None if p is None else check_output(p, what=option, database=option == "--scratch")  # type: ignore[return-value]
+                 for option, p in (("--html", html_file), ("--svg", svg_file), ("--scratch", scratch)))
+
+
+def _refuse_outputs(db: str, configs: Sequence[Path], scratch: Path | None, html_file: Path | None,
                     svg_file: Path | None) -> None:
     """Before anything runs: no output may be a file the replay reads (by any of its names),
     nor the scratch database, nor the other output."""
     from ..files import clashes, database_files, refuse_overwrite
 
     reads = {} if is_url(db) else database_files(db)
-    reads.update({Path(spec.partition(":")[0]): f"the config {spec.partition(':')[0]}" for spec in configs})
+    reads.update({config: f"the config {config}" for config in configs})
     if scratch is not None:
         reads.update(database_files(scratch))
     for option, path in (("--html", html_file), ("--svg", svg_file)):
@@ -181,28 +219,31 @@ def _refuse_outputs(db: str, configs: Sequence[str], scratch: Path | None, html_
 
 
 def _write_outputs(report: "Replay | ReplaySet", first: "Replay", html_file: Path | None,
-                   svg_file: Path | None) -> list[Path]:
-    """The page and the chart, each replacing its file only once whole."""
+                   svg_file: Path | None, kept: str | None) -> list[Path]:
+    """The page and the chart, each replacing its file only once whole; a failure says what
+    was written before it and what the scratch database (``kept``) holds."""
     from ..files import write_text
 
     written: list[Path] = []
     if html_file is not None:
         from ..replay.chart import html_page
 
-        write_text(html_file, html_page(report))
+        write_text(html_file, html_page(report), done=kept or "")
         written.append(html_file)
     if svg_file is not None:
         from ..replay.chart import svg_chart
 
-        write_text(svg_file, svg_chart(first), done=f"{html_file} was written" if written else "")
+        write_text(svg_file, svg_chart(first),
+                   done="; ".join(filter(None, [f"{html_file} was written" if written else "", kept])))
         written.append(svg_file)
     return written
 
 
 def _replay_all(source: Any, ids: list[str], strategies: list[tuple[str, Any]], counter: Any,
                 prices: "Prices | None", scratch: Path | None,
-                max_cost: float | None) -> tuple[list["Replay"], str | None]:
-    """The replays, and a warning the kept scratch database left (None: none)."""
+                max_cost: float | None) -> tuple[list["Replay"], str | None, str | None]:
+    """The replays, a warning the kept scratch database left (None: none), and what it holds
+    (None: no --scratch)."""
     from contextlib import ExitStack
 
     from ..llm import ReplyCache
@@ -234,7 +275,7 @@ def _replay_all(source: Any, ids: list[str], strategies: list[tuple[str, Any]], 
         finally:
             if finish is not None:
                 finish()
-    return results, kept.warning if kept is not None else None
+    return results, kept.warning if kept is not None else None, kept.kept() if kept is not None else None
 
 
 def _calls(source: Any, cid: str) -> list:

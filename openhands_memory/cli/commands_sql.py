@@ -6,10 +6,10 @@ from __future__ import annotations
 import click
 
 from ..errors import MultipleStatements, QueryTimeout
-from . import output_format
 from .opening import is_url, judge
 from .output import Column, Table, echo_csv, echo_json, note
 from .params import DATABASE, TEXT, count, number
+from .vocabulary import output_format
 
 DEFAULT_TIMEOUT = 30.0  # seconds
 DEFAULT_MAX_ROWS = 10_000
@@ -23,7 +23,7 @@ MAX_TIMEOUT = 2_147_483.0  # seconds: PostgreSQL's statement_timeout holds at mo
               show_default=True, metavar="SECONDS", help="Stop the query after this long.")
 @click.option("--max-rows", type=count(1), default=DEFAULT_MAX_ROWS, show_default=True,
               metavar="N", help="Print at most N rows (a note says when there were more).")
-@output_format("table", "csv", "json")
+@output_format("csv")
 def sql(db: str, query: str, timeout: float, max_rows: int, fmt: str) -> None:
     """Run the SELECT statement QUERY on DB, which it can never change.
 

@@ -2,7 +2,7 @@
 
 A conversation is a tree, as in the OpenHands SDK: each event has a parent, HEAD can be moved
 back, and the next event appended then starts a branch. The agent sees the path from HEAD to
-the root (``view``; ``view --head N`` shows another branch's).
+the root (``view``; ``view --at N`` shows the path from any event N).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import click
 
-from . import output_format
 from .opening import conversation as open_conversation
 from .opening import open_reader, writing_store
 from .output import Column, Table, _unicode_ok, echo_json, number, term_width
 from .params import DATABASE, EVENT_ID, TEXT
+from .vocabulary import output_format
 
 if TYPE_CHECKING:
     from ..storage.tree import Branch
@@ -119,7 +119,7 @@ def branch_json(b: "Branch") -> dict[str, Any]:
 @click.command()
 @click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
-@output_format("text", "json", default="text")
+@output_format()
 def branches(db: str, conversation: str, fmt: str) -> None:
     """The branches of CONV's history tree: one line per leaf, drawn as a tree.
 
@@ -178,7 +178,7 @@ def branches(db: str, conversation: str, fmt: str) -> None:
 @click.argument("conversation", metavar="CONV", type=TEXT)
 @click.argument("seq", type=EVENT_ID, required=False, metavar="[SEQ]")
 @click.option("--root", is_flag=True, help="Empty HEAD: the next event starts a new root.")
-@output_format("text", "json", default="text")
+@output_format()
 def navigate(db: str, conversation: str, seq: int | None, root: bool, fmt: str) -> None:
     """Move CONV's HEAD to event SEQ (--root: empty it), as the SDK's navigate_to.
 
@@ -217,9 +217,9 @@ def navigate(db: str, conversation: str, seq: int | None, root: bool, fmt: str) 
 @click.command()
 @click.argument("db", type=DATABASE)
 @click.argument("conversation", metavar="CONV", type=TEXT)
-@click.option("--at", type=EVENT_ID, metavar="SEQ", help="The event the copied path ends at (default: HEAD).")
+@click.option("--at", type=EVENT_ID, metavar="N", help="The event the copied path ends at (default: HEAD).")
 @click.option("--as", "new_id", metavar="ID", type=TEXT, help="The new conversation's id (default: a new UUID).")
-@output_format("text", "json", default="text")
+@output_format()
 def fork(db: str, conversation: str, at: int | None, new_id: str | None, fmt: str) -> None:
     """Copy the path from event --at (default: HEAD) to the root into a new conversation.
 
@@ -237,7 +237,7 @@ def fork(db: str, conversation: str, at: int | None, new_id: str | None, fmt: st
         conv = open_conversation(store, conversation)
         if at is None and conv.head is None:  # an empty HEAD, or no events: no path to copy
             raise click.ClickException(
-                f"HEAD of {conv.id} is empty: there is no path to fork (give --at SEQ)" if len(conv)
+                f"HEAD of {conv.id} is empty: there is no path to fork (give --at N)" if len(conv)
                 else f"{conv.id} has no events: there is nothing to fork"
             )
         new = conv.fork(at=at, conversation_id=new_id)
