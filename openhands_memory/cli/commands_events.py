@@ -229,15 +229,6 @@ def view(db: str, conversation: str, at: int | None, fmt: str) -> None:
 # --- history ---------------------------------------------------------------------------------
 
 
-def pinned_id(store: "EventStore", cid: str, at: int, uid: Any) -> int | None:
-    """The id of the event a pin event (id ``at``) names by external id ``uid``."""
-    if not isinstance(uid, str):
-        return None
-    with store.reading() as db:
-        found = db.seqs_of(cid, at, [uid])
-    return found[0][0] if found else None
-
-
 def history_rows(store: "EventStore", cid: str, start: int, stop: int | None,
                  path: list[ranges.Run]) -> Iterator[dict[str, Any]]:
     """The library's history rows, each with a one-line preview for the table, and whether it
@@ -251,8 +242,7 @@ def history_rows(store: "EventStore", cid: str, start: int, stop: int | None,
         info = row.condensation
         if row.kind == "PinEvent":
             # A pin names its event by external id: the id reads better.
-            out["pinned_id"] = pinned_id(store, cid, row.id, row.payload.get("event_id"))
-            out["preview"] = one_line(pin_text(row.payload, out["pinned_id"]))
+            out["preview"] = one_line(pin_text(row.payload, row.pinned_id))
             yield out
             continue
         if info is not None:

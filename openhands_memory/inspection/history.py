@@ -15,6 +15,7 @@ from .. import limits, ranges
 
 if TYPE_CHECKING:
     from ..conversation import EventStore
+    from ..storage.session import Session
 
 PAGE = 1000
 
@@ -32,12 +33,16 @@ class HistoryRow:
     payload: dict[str, Any]
     # For a Condensation: strategy, reason, summary, offset, tokens and its forgotten ranges.
     condensation: dict[str, Any] | None = None
+    # For a PinEvent: the id of the event it names by external id (None: no such event before it).
+    pinned_id: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("id", "uid", "kind", "source", "timestamp", "llm_visible",
                                             "forgotten_by", "token_count")}
         if self.condensation is not None:
             out["condensation"] = self.condensation
+        if self.kind == "PinEvent":
+            out["pinned_id"] = self.pinned_id
         return out
 
 
@@ -102,6 +107,19 @@ class _Hiders:
         return spans[self.k][2] if self.k < len(spans) and spans[self.k][0] <= seq <= spans[self.k][1] else None
 
 
+def _pinned_ids(db: "Session", cid: str, page: list[Any], payloads: list[dict[str, Any]]) -> dict[int, int | None]:
+    """The id of the event each pin event of ``page`` names by its external id (a pin names
+    an event before it), in one query for the page."""
+    pins = {row[0]: p.get("event_id") for row, p in zip(page, payloads) if row[2] == "PinEvent"}
+    uids = sorted({u for u in pins.values() if isinstance(u, str)})
+    found = {uid: seq for seq, uid in db.seqs_of(cid, max(pins), uids)} if uids else {}
+    out: dict[int, int | None] = {}
+    for at, uid in pins.items():
+        seq = found.get(uid) if isinstance(uid, str) else None
+        out[at] = seq if seq is not None and seq < at else None
+    return out
+
+
 def history(store: "EventStore", cid: str, start: int = 0, stop: int | None = None) -> Iterator[HistoryRow]:
     """The events with ids in ``[start, stop]``, oldest first. An event on HEAD's path is
     marked hidden by the first condensation on that path that hid it (a condensation on
@@ -117,16 +135,19 @@ def history(store: "EventStore", cid: str, start: int = 0, stop: int | None = No
     while True:
         with store.reading() as db:
             page = db.event_page(cid, cursor, end, PAGE, columns=columns)
+            payloads = [json.loads(r[7]) for r in page]
+            named = _pinned_ids(db, cid, page, payloads)
             conds = {}
             if page:
                 for r in db.condensation_rows(cid, page[0][0], page[-1][0] + 1):
                     conds[r[0]] = {"strategy": r[1], "reason": r[2], "summary": r[3], "summary_offset": r[4],
                                    "tokens_before": r[5], "tokens_after": r[6],
                                    "forgotten_ranges": [list(x) for x in db.ranges_of(cid, r[0])]}
-        for seq, uid, kind, source, ts, visible, tokens, payload in page:
+        for (seq, uid, kind, source, ts, visible, tokens, _), payload in zip(page, payloads):
             hidden_by = (on_head if on_path(path, seq) else everywhere).of(seq)
             info = conds.get(seq, {"forgotten_ranges": []}) if kind == "Condensation" else None
-            yield HistoryRow(seq, uid, kind, source, ts, bool(visible), hidden_by, tokens, json.loads(payload), info)
+            yield HistoryRow(seq, uid, kind, source, ts, bool(visible), hidden_by, tokens, payload, info,
+                             named.get(seq))
         if len(page) < PAGE:
             return
         cursor = page[-1][0] + 1
