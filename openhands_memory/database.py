@@ -319,7 +319,9 @@ def building(path: Path) -> Iterator[Build]:
     connections to the temporary file before the block ends; a close that failed to
     checkpoint has left the WAL, which ``seal`` checkpoints again or refuses.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.building")
+    from .files import sibling
+
+    tmp = sibling(path, "building")
     nothing = f"nothing was written ({path} was not created)"
     if not sqlite_file.folder_writable(path):
         raise ReadOnlyPlace(str(path), sqlite_file.read_only_reason(path) or "it is read-only", nothing)

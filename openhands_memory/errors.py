@@ -333,10 +333,10 @@ class UnwritableOutput(OpenHandsMemoryError, ValueError):
     """A file a command would write is a name no file can have there, or lies where it cannot
     be written (``files.check_output``): found before the command does anything."""
 
-    def __init__(self, path: str, why: str, *, what: str = ""):
+    def __init__(self, path: str, why: str, *, what: str = "", outcome: str = "nothing was written"):
         self.path, self.why = path, why
-        name = shown(path, 200) if not path.isprintable() or len(path) > 200 else path
-        super().__init__(f"{what} {name}".strip() + f": {why}; nothing was written")
+        name = shown(path, 200) if not path or not path.isprintable() or len(path) > 200 else path
+        super().__init__(f"{what} {name}".strip() + f": {why}; {outcome}")
 
 
 class ScratchRefused(OpenHandsMemoryError, ValueError):

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, Union
 
-from .. import ranges
+from .. import limits, ranges
 from ..allocation import collector_paused
 from ..conversation import Conversation, duplicate_uid
 from ..errors import ConversationExists, ConversationNotFound, MalformedEvent, OpenHandsMemoryError, shown
@@ -413,6 +413,12 @@ def append_events(
     in the conversation) the error names its place, the conversation is not created and
     nothing is appended.
     """
+    if limits.conversation_id_problem(conversation_id) is not None and not store.has_conversation(conversation_id):
+        # (an id no new conversation may have, asked of the database only as has_conversation
+        # asks, which any text can: an older SQLite file may hold such a conversation)
+        if create:
+            limits.conversation_id(conversation_id)
+        raise ConversationNotFound(conversation_id)
     first_at: dict[str, str] = {}
     for event, where in events:
         if event.id in first_at:

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import ranges
+from ..files import sibling
 from ..storage import END, tree
 from ..storage.codec import check_size
 from ..events import Event
@@ -543,8 +544,7 @@ def export_folder(conversation: "Conversation", target: Path) -> ExportResult:
         raise ImportFailed(target, f"folder {parent} does not exist")
     result = ExportResult(str(target))
     snap = _snapshot(conversation)
-    work = parent / f".{target.name}.export-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)  # left by an earlier run of this process id
+    work = sibling(parent / target.name, "export")  # (a name that fits, however long target's is)
     work.mkdir()
     try:
         events_dir = work / EVENTS_DIR

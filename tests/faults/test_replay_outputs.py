@@ -12,7 +12,9 @@ own database with JSON Lines.
 
 Every refusal and failure here: exit 1, one ``Error:`` line naming the path, the source and
 any existing output byte for byte as they were, ``doctor --full`` healthy, no temporary file
-left.
+left. A folder that cannot be written (permissions, a read-only mount) is found before the
+replay runs (no scratch is made); a disk that fills once it has run gets a line saying what
+the scratch database keeps (it said "nothing was written" beside the scratch it had made).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from openhands_memory.inspection import doctor
 from openhands_memory.storage import search
 
 from ..factories import user
-from .conftest import REPO, CliRun, run_cli
+from .conftest import REPO, CliRun, run_cli, unprivileged
 from .test_disk_full import fill
 
 CONV = "demo"
@@ -370,3 +372,71 @@ def test_export_on_a_full_disk_leaves_the_old_file_whole(small_tmpfs, source_fil
     line = refused(run_cli("export", src, CONV, "-o", out, "--force"), out)
     assert "disk is full" in line and f"{out} was left as it was" in line, line
     assert digest(out) == old and sorted(p.name for p in mount.iterdir()) == ["demo.jsonl", "filler"]
+
+
+# --- outputs judged before the replay runs; a failure after it says what the scratch holds ----
+
+
+@pytest.mark.parametrize("option", ["--html", "--scratch", "export -o"])
+def test_a_folder_that_cannot_be_written_is_found_before_anything_runs(source_file, tmp_path, option):
+    """A folder without write permission (root's capabilities dropped, so that it applies):
+    one line naming the path, nothing created, no scratch left."""
+    src = sqlite_source(source_file, tmp_path)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    out = locked / ("new.db" if option == "--scratch" else "out.html")
+    args = (["export", src, CONV, "-o", out] if option == "export -o"
+            else ["replay", src, CONV, *NOOP, "--scratch", tmp_path / "scratch.db", "--html", out]
+            if option == "--html" else ["replay", src, CONV, *NOOP, "--scratch", out])
+    before = digest(src)
+    line = refused(run_cli(*args, prefix=unprivileged()), out)
+    assert f"the folder {locked} is read-only" in line and line.endswith("nothing was written"), line
+    assert list(locked.iterdir()) == [] and not (tmp_path / "scratch.db").exists()
+    assert digest(src) == before and temporary_files(tmp_path) == []
+
+
+def test_a_read_only_mount_is_found_before_anything_runs(small_tmpfs, source_file, tmp_path):
+    src = sqlite_source(source_file, tmp_path)
+    mount = small_tmpfs(1 << 20)
+    subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+    scratch = tmp_path / "scratch.db"
+    line = refused(run_cli("replay", src, CONV, *NOOP, "--scratch", scratch, "--html", mount / "r.html"),
+                   mount / "r.html")
+    assert "read-only file system" in line, line
+    assert not scratch.exists() and list(mount.iterdir()) == []
+
+
+@pytest.mark.parametrize("source", ["sqlite", "postgresql"], indirect=True)
+def test_a_page_that_fails_after_the_replay_says_what_the_scratch_holds(small_tmpfs, source, tmp_path):
+    """The page's disk fills only once the replay has run (its path was judged writable): the
+    line names the page, says it was not written, and what the scratch this replay created
+    keeps, which is there and whole."""
+    mount = small_tmpfs(1 << 20)
+    fill(mount, 0)
+    page, scratch = mount / "replay.html", tmp_path / "kept" / "scratch.db"
+    scratch.parent.mkdir()
+    before = fingerprint(source)
+    line = refused(run_cli("replay", source, CONV, *NOOP, "--scratch", scratch, "--html", page), page)
+    assert "disk is full" in line and f"{page} was not written" in line, line
+    assert f"{scratch}, which this replay created, keeps its conversations" in line, line
+    assert not page.exists() and sorted(p.name for p in mount.iterdir()) == ["filler"]
+    with EventStore(scratch, create=False, readonly=True) as kept:
+        assert sorted(c.id for c in kept.conversations()) == [f"replay:{CONV}:0", f"replay:{CONV}:1"]
+    healthy(scratch)
+    assert fingerprint(source) == before
+
+
+def test_a_chart_that_fails_after_the_page_says_both(small_tmpfs, source_file, tmp_path):
+    """The page written, then the chart's disk full: the line says the page was written and
+    what an existing scratch keeps."""
+    src = sqlite_source(source_file, tmp_path)
+    scratch = tmp_path / "scratch.db"
+    run_cli("replay", src, CONV, *NOOP, "--scratch", scratch).ok()
+    mount = small_tmpfs(1 << 20)
+    fill(mount, 0)
+    page, chart = tmp_path / "r.html", mount / "r.svg"
+    line = refused(run_cli("replay", src, CONV, *NOOP, "--scratch", scratch, "--html", page, "--svg", chart), chart)
+    assert f"{chart} was not written; {page} was written; {scratch} keeps this replay's conversations" in line, line
+    assert page.read_text().startswith("<!DOCTYPE html>") and not chart.exists()
+    healthy(scratch)
