@@ -53,6 +53,14 @@ class Scratch:
     replies: int = 0  # model replies this replay kept in it
     warning: str | None = None  # a committed write the close could not copy into the file
 
+    def kept(self) -> str:
+        """What the scratch holds once the replay has run: for the message of a failure after
+        it (an output that could not be written), which leaves the scratch as it is."""
+        replies = f" and the {self.replies} model replies it received" if self.replies else ""
+        if self.created:
+            return f"{self.path}, which this replay created, keeps its conversations{replies}"
+        return f"{self.path} keeps this replay's conversations{replies}"
+
     def reply(self, key: str) -> str | None:
         """The model reply kept under ``key`` (``llm.ReplyCache``'s ``load``)."""
         with self.store.reading() as db:
