@@ -1,6 +1,7 @@
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,6 +21,7 @@ if _TMP:
 
 from openhands_memory import database  # noqa: E402
 
+from .llm_server import FakeLLMServer  # noqa: E402
 from .sdk_env import sdk_here  # noqa: E402
 
 # tests/sdk needs the OpenHands SDK (Python >= 3.12): without it here, test_openhands_sdk.py
@@ -56,10 +58,16 @@ def copy_template_schema(request, schema_template, monkeypatch):
 
     monkeypatch.setattr(database, "create_schema", create_schema)
 
-try:  # the fake OpenAI-compatible server, for tests that drive litellm over HTTP
-    from .llm_fixtures import llm_server  # noqa: F401
-except ImportError:  # pragma: no cover - while the module is being written
-    pass
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeLLMServer]:
+    """A fake OpenAI-compatible server on 127.0.0.1 (tests/llm_server.py), for tests that
+    drive litellm over HTTP; stopped, its threads released, afterwards."""
+    server = FakeLLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -25,12 +25,7 @@ from openhands_memory.llm import (
     effective_max_input_tokens,
 )
 
-try:
-    from .llm_fixtures import llm_server  # noqa: F401 - fixture
-    from .llm_server import FakeLLMServer
-except ImportError:  # tests/ is not a package: pytest put it on sys.path instead
-    from llm_fixtures import llm_server  # type: ignore[no-redef]  # noqa: F401
-    from llm_server import FakeLLMServer  # type: ignore[no-redef]
+from .llm_server import FakeLLMServer
 
 REPO = Path(__file__).resolve().parents[1]
 MESSAGES = [
