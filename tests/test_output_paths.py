@@ -7,8 +7,9 @@ Before: ``--html`` of 10,000 slashes (or ``""``, or ``.``) was a ValueError trac
 ``with_name``; ``--html`` of a 300-character name failed only after the whole replay had run,
 leaving the ``--scratch`` database it had created behind without saying so; ``--html out/``
 wrote a file named ``out``; ``--scratch`` of a 250-byte name failed naming the temporary file
-it was building, not the path given; ``--html /dev/null`` would have renamed a page over the
-device. The faults a file system injects (a full disk, a read-only folder or mount) are
+it was building, not the path given; ``--html /dev/null`` (run as root) renamed the page over
+the device, leaving a regular file in its place (tried here on a pipe of the test's own). The
+faults a file system injects (a full disk, a read-only folder or mount) are
 tests/faults/test_replay_outputs.py's.
 """
 
@@ -53,12 +54,13 @@ def folder(template, tmp_path) -> Path:
     shutil.copyfile(template, work / "source.db")
     (work / "notes.txt").write_text("not a folder")
     (work / "empty").mkdir()
+    os.mkfifo(work / "pipe")
     return work
 
 
 def listing(folder: Path) -> dict[str, str]:
     """Every file under ``folder`` with a digest of its bytes: what a refusal must not change."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder"
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "other"
             for p in sorted(folder.rglob("*"))}
 
 
@@ -82,7 +84,9 @@ HOSTILE = {
     "a missing folder": ("missing/out.html", "the folder missing does not exist"),
     "a file as a folder": ("notes.txt/out.html", "notes.txt is not a folder"),
     "an existing folder": ("empty", "it is a folder"),
-    "a device": ("/dev/null", "it is not a regular file"),
+    # (a pipe of the test's own: were the check to fail, the page would be renamed over it,
+    # as it would over /dev/null, which a test must never risk)
+    "a pipe": ("pipe", "it is not a regular file"),
     "a symbolic link loop": ("loop", "it cannot be reached (Too many levels of symbolic links)"),
 }
 OPTIONS = {
