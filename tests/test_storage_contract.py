@@ -23,7 +23,8 @@ from openhands_memory.storage.sqlite import SqliteSession
 from . import factories as f
 
 PACKAGE = Path(__file__).resolve().parent.parent / "openhands_memory"
-IMPLEMENTATION = {"storage/session.py", "storage/inspection.py", "storage/sqlite.py", "storage/postgres.py"}
+IMPLEMENTATION = {"storage/session.py", "storage/inspection.py", "storage/sqlite.py", "storage/postgres/session.py",
+                  "storage/postgres/connection.py"}
 # Session's own building blocks, which nothing outside the implementation calls.
 HELPERS = {"one", "all", "intervals_cte", "view_ends", "interval_statements", "over_intervals",
            "edge_statements", "batch_statements", "batch_sizes_sql", "path_statement"}

@@ -30,7 +30,7 @@ depends_on: Union[str, Sequence[str], None] = None
 
 def _runner(bind):
     """Runs one statement with ``?`` placeholders (the library's SQL) on psycopg."""
-    from openhands_memory.storage.postgres import _pyformat
+    from openhands_memory.storage.postgres.dialect import pyformat as _pyformat
 
     return lambda sql, params=(): bind.exec_driver_sql(_pyformat(sql), tuple(params)) if params \
         else bind.exec_driver_sql(sql)

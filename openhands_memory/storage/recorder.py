@@ -5,7 +5,7 @@ for a write transaction that keeps per-conversation ids gap-free, ``reading`` fo
 consistent snapshot. Transactions compose: a session passed down runs everything in the
 caller's transaction. ``version`` tells a view cache whether another connection wrote.
 The split follows the eventsourcing library's recorders: one interface, a backend each
-(``sqlite.py``, ``postgres.py``), one contract test suite run against both.
+(``sqlite.py``, ``postgres/``), one contract test suite run against both.
 """
 
 from __future__ import annotations

@@ -217,7 +217,7 @@ class Session(InspectionQueries):
     # --- conversations -------------------------------------------------------------------
 
     def insert_conversation(self, cid: str, created_at: str, metadata: dict[str, Any]) -> None:
-        limits.conversation_id(cid)  # every new conversation's row is made here (or in postgres.py's)
+        limits.conversation_id(cid)  # every new conversation's row is made here (or in postgres/session.py's)
         self.execute(
             f"INSERT INTO conversation (id, created_at, metadata, search_key) VALUES (?, ?, ?, {NEXT_SEARCH_KEY})",
             (cid, created_at, json.dumps(metadata)),
