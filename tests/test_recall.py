@@ -3,8 +3,12 @@ scoped to what was forgotten on the current branch, on both backends."""
 
 from __future__ import annotations
 
+import functools
+import json
+import string
 import uuid
 
+import pydantic_core
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +21,7 @@ from openhands_memory.database import Location
 from openhands_memory.errors import EventNotFound
 from openhands_memory.inspection import doctor
 from openhands_memory.searchable import text_of
+from openhands_memory.storage import search as index
 from openhands_memory.storage.search import SearchFilters
 
 from . import factories as f
@@ -436,20 +441,41 @@ def test_doctor_names_a_broken_search_index(store):
     assert any("watermark" in d for d in found), found
 
 
+# The encoders an event's stored JSON may come from: the store's own (pydantic), Python's
+# json either way, and one that escapes for HTML as some do.
+ENCODERS = {
+    "pydantic": lambda text: pydantic_core.to_json({"text": text}).decode(),
+    "json": lambda text: json.dumps({"text": text}, ensure_ascii=False),
+    "json-ascii": lambda text: json.dumps({"text": text}),
+    "json-html": lambda text: json.dumps({"text": text}).translate({ord(c): f"\\u{ord(c):04x}" for c in "<>&'"}),
+}
+
+
+@functools.cache
+def raw_alphabet() -> list[str]:
+    """Every character of the Basic Multilingual Plane the raw search takes (``raw_safe``)."""
+    return [c for c in map(chr, range(0x10000)) if index.raw_safe(c)]
+
+
+def test_every_character_the_raw_search_takes_is_written_as_it_is_by_every_encoder():
+    alphabet = raw_alphabet()
+    # Identifiers and paths are what the raw search is for: it must take their characters.
+    assert set(string.ascii_letters + string.digits + "_-./") <= set(alphabet)
+    for name, encode in ENCODERS.items():
+        # Between letters, so a character JSON's own syntax holds (a quote) is not found there.
+        escaped = [c for c in alphabet if f"x{c}x" not in encode(f"x{c}x")]
+        assert escaped == [], f"{name} escapes {escaped}"
+
+
 @settings(max_examples=300, deadline=None)
-@given(before=st.text(), needle=st.text(min_size=1), after=st.text(), ascii_only=st.booleans())
-def test_a_needle_the_raw_json_is_searched_for_is_in_the_json_of_every_text_holding_it(before, needle, after,
-                                                                                       ascii_only):
+@given(before=st.text(), needle=st.text(st.deferred(lambda: st.sampled_from(raw_alphabet())), min_size=1),
+       after=st.text())
+def test_a_needle_the_raw_json_is_searched_for_is_in_the_json_of_every_text_holding_it(before, needle, after):
     """Property: the events waiting above the watermark are first searched in their stored
     JSON (storage/search.raw_safe); that must never miss one whose text holds the needle,
-    whatever the encoder escapes."""
-    import json
-
-    from openhands_memory.storage import search as index
-
-    if not index.raw_safe(needle):
-        return
+    whatever the encoder escapes around it. Needles are drawn from the characters the raw
+    search takes, so every example is one it would search."""
+    assert index.raw_safe(needle)
     text = before + needle + after
-    for encoded in (json.dumps({"text": text}, ensure_ascii=ascii_only),
-                    json.dumps({"text": text}).replace("<", "\\u003c").replace("&", "\\u0026")):
-        assert needle.lower() in encoded.lower()
+    for name, encode in ENCODERS.items():
+        assert needle.lower() in encode(text).lower(), name
