@@ -853,8 +853,8 @@ class Interleaved(NoOpCondenser):
     inner: object = None
     rival: object = None
 
-    def condense(self, view: View, tokens=FRESH):
-        result = self.inner.condense(view, tokens)
+    def condense(self, view: View, tokens=FRESH, calls=None):
+        result = self.inner.condense(view, tokens, calls)
         if self.rival is not None:
             rival, self.rival = self.rival, None
             assert isinstance(rival.condense(self.inner).result, Condensation)

@@ -43,10 +43,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # ``conv.replay`` runs a replay; the replay knows conversations only as protocols
     # (replay/run.py), so that a conversation can hand itself in without a cycle.
     ("conversation and replay", ("conversation", "replay")),
+    # What a conversation asks of a strategy: below both, so that neither imports the other.
+    ("the strategy seam", ("strategy",)),
     ("view", ("view",)),
     ("storage", ("storage",)),
     ("the database: its location, file, creation and migrations", (
-        "database", "location", "migrate", "sqlite_file", "files", "migrations",
+        "database", "location", "migrate", "migration_plan", "sqlite_file", "files", "migrations",
     )),
     ("events and schema", ("events", "schema", "searchable", "ranges", "limits", "settings", "allocation")),
     ("errors", ("errors",)),

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from openhands_memory.condensers import (
     AmortizedForgettingCondenser,
+    Condenser,
     ConversationWindowCondenser,
     LLMSummarizingCondenser,
     ObservationMaskingCondenser,
@@ -34,6 +35,7 @@ from openhands_memory.events import (
 )
 from openhands_memory.view import View
 from openhands_memory.view.pins import PinRule
+from openhands_memory.view.tokens import FRESH
 
 from . import factories as f
 from .test_condensers import assert_well_formed
@@ -170,17 +172,13 @@ def test_a_condensation_made_elsewhere_cannot_forget_a_keep_pin(conv):
     rolling_history(conv, 6)
     conv.pin(3, "keep")
 
-    class ForgetsAll:
-        def condense(self, view, tokens):
+    class ForgetsAll(Condenser):
+        type = "forgets_all"
+
+        def condense(self, view, tokens=FRESH, calls=None):
             from openhands_memory.events import Condensation
 
             return Condensation(forgotten_event_ids=[e.id for e in view.events[1:-2]])
-
-        def take_calls(self):
-            return []
-
-        def model_trouble(self):
-            return None, False
 
     done = conv.condense(ForgetsAll())
     assert done.stored_as is not None

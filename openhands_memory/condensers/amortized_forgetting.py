@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..events import Condensation
 from ..settings import settings
+from ..strategy import ModelCalls
 from ..view import View
 from ..view.tokens import TokenSource
 from .base import Reason, RollingCondenser, runs_at
@@ -17,6 +18,6 @@ from .base import Reason, RollingCondenser, runs_at
 class AmortizedForgettingCondenser(RollingCondenser):
     type = "amortized"
 
-    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource) -> Condensation:
+    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource, calls: ModelCalls) -> Condensation:
         start, end = self.cut(view, reasons, tokens)
         return Condensation(forgotten_ranges=runs_at(view, range(start, end)))

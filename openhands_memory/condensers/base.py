@@ -1,10 +1,11 @@
 """The condenser framework.
 
-A condenser is a pure strategy: it maps a view, and a token source for its counts (as an SDK
-condenser is handed ``agent_llm``), to either a view (an in-memory rewrite, such as masking,
-sent as is and never stored) or a :class:`Condensation` (forget these ids, maybe place a
-summary), which ``Conversation.condense`` stores in one transaction. Condensers never write,
-and know neither the conversation nor storage.
+A condenser is a strategy (``strategy.Strategy``): it maps a view, and a token source for its
+counts (as an SDK condenser is handed ``agent_llm``), to either a view (an in-memory rewrite,
+such as masking, sent as is and never stored) or a :class:`Condensation` (forget these ids,
+maybe place a summary), which ``Conversation.condense`` stores in one transaction. The model
+calls it makes go into the ``ModelCalls`` record it is handed; it keeps no state between runs
+(its settings are all it holds), never writes, and knows neither the conversation nor storage.
 
 Rolling condensers decide from *reasons* (an explicit request, too many tokens, too many
 events) whether condensing is required softly (try again later if no cut exists) or hard
@@ -13,17 +14,19 @@ events) whether condensing is required softly (try again later if no cut exists)
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import logging
 from abc import ABC, abstractmethod
-from typing import Annotated, Any, ClassVar, Literal, Sequence
+from typing import Annotated, Any, ClassVar, Literal, Self, Sequence
 
 from pydantic import Field, model_validator
 
 from ..errors import NoCondensationAvailable
 from ..events import Condensation, CondensationNote, SystemPromptEvent
 from ..settings import SettingError, settings
+from ..strategy import ModelCalls
 from ..view import View
 from ..view.view import runs_at  # noqa: F401  (the strategies' import)
 from ..view.pins import DEFAULT_PIN_BUDGET, PinRule
@@ -61,9 +64,11 @@ def _config_dict(obj: Any) -> dict[str, Any]:
 
 
 class Condenser(ABC):
-    """``condense(view, tokens) -> View | Condensation``. Subclasses are dataclasses of their
-    settings. ``tokens``: where the view's token counts come from (a conversation passes its
-    counts cached in rows; by default every event is counted anew)."""
+    """``condense(view, tokens, calls) -> View | Condensation``, and the defaults of the rest
+    of ``strategy.Strategy``. Subclasses are dataclasses of their settings. ``tokens``: where
+    the view's token counts come from (a conversation passes its counts cached in rows; by
+    default every event is counted anew); ``calls``: where model calls are recorded (None:
+    nowhere the caller will read)."""
 
     type: ClassVar[str]
     # Pin rules (``[[condenser.pins]]``) and the share of the token limit pins may take:
@@ -72,13 +77,21 @@ class Condenser(ABC):
     pin_budget: float = DEFAULT_PIN_BUDGET
 
     @abstractmethod
-    def condense(self, view: View, tokens: TokenSource = FRESH) -> View | Condensation: ...
+    def condense(self, view: View, tokens: TokenSource = FRESH, calls: ModelCalls | None = None) -> View | Condensation: ...
 
-    def with_pins(self, rules: Sequence[PinRule], budget: float = DEFAULT_PIN_BUDGET) -> "Condenser":
-        """This strategy, applying these pin rules (in place; returns it)."""
-        object.__setattr__(self, "pin_rules", tuple(rules))
-        object.__setattr__(self, "pin_budget", budget)
-        return self
+    def with_pins(self, rules: Sequence[PinRule], budget: float = DEFAULT_PIN_BUDGET) -> Self:
+        """A copy of this strategy that applies these pin rules (this one is left as it was)."""
+        made = copy.copy(self)
+        # On the copy only. Not dataclass fields: a settings file would then take them as
+        # settings, beside the [[condenser.pins]] tables that are their spelling.
+        object.__setattr__(made, "pin_rules", tuple(rules))
+        object.__setattr__(made, "pin_budget", budget)
+        return made
+
+    @property
+    def summarizer(self) -> str | None:
+        """Who writes this strategy's summaries (or rankings): nobody, unless it asks a model."""
+        return None
 
     def pin_limit(self) -> int | None:
         """The most tokens pinned events may take: ``pin_budget`` of the token limit, when
@@ -99,15 +112,6 @@ class Condenser(ABC):
         if self.pin_budget != DEFAULT_PIN_BUDGET:
             out["pin_budget"] = self.pin_budget
         return out
-
-    def take_calls(self) -> list[Any]:
-        """LLM calls made since the last take (for the ledger); none for most strategies."""
-        return []
-
-    def model_trouble(self) -> tuple[str | None, bool]:
-        """(the latest model failure of the last ``condense`` in one short line, whether a
-        preview needed the model): nothing for strategies that call no model."""
-        return None, False
 
 
 def summary_offset(view: View, start: int) -> int:
@@ -276,7 +280,7 @@ class RollingCondenser(Condenser):
     # --- condensing ------------------------------------------------------------------
 
     @abstractmethod
-    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource) -> Condensation:
+    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource, calls: ModelCalls) -> Condensation:
         """The condensation for these reasons, or NoCondensationAvailable."""
 
     def reset_positions(self, view: View) -> range | None:
@@ -288,7 +292,8 @@ class RollingCondenser(Condenser):
         return range(start, end)
 
     def fallback(
-        self, view: View, reasons: set[Reason], error: NoCondensationAvailable, tokens: TokenSource
+        self, view: View, reasons: set[Reason], error: NoCondensationAvailable, tokens: TokenSource,
+        calls: ModelCalls,
     ) -> Condensation | None:
         """What a hard requirement does when ``get_condensation`` failed; None re-raises.
 
@@ -302,18 +307,19 @@ class RollingCondenser(Condenser):
             return None
         return Condensation(forgotten_ranges=runs_at(view, positions))
 
-    def condense(self, view: View, tokens: TokenSource = FRESH) -> View | Condensation:
+    def condense(self, view: View, tokens: TokenSource = FRESH, calls: ModelCalls | None = None) -> View | Condensation:
         reasons = self.reasons(view, tokens)
         requirement = self.requirement(reasons)
         if requirement is None:
             return view
+        calls = ModelCalls() if calls is None else calls
         try:
-            cond = self.get_condensation(view, reasons, tokens)
+            cond = self.get_condensation(view, reasons, tokens, calls)
         except NoCondensationAvailable as e:
             if requirement is Requirement.SOFT:
                 log.info("%s: condensation deferred (%s)", self.type, e)
                 return view
-            fallback = self.fallback(view, reasons, e, tokens)
+            fallback = self.fallback(view, reasons, e, tokens, calls)
             if fallback is None:
                 raise
             log.warning("%s: %s; falling back to %s", self.type, e, self.hard_fallback)

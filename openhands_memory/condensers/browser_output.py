@@ -8,6 +8,7 @@ from pydantic import Field
 
 from ..events import ActionEvent, ObservationEvent
 from ..settings import settings
+from ..strategy import ModelCalls
 from ..view import View
 from ..view.tokens import FRESH, TokenSource
 from .base import Condenser
@@ -25,7 +26,7 @@ class BrowserOutputCondenser(Condenser):
 
     attention_window: Annotated[int, Field(ge=1)] = 1
 
-    def condense(self, view: View, tokens: TokenSource = FRESH) -> View:
+    def condense(self, view: View, tokens: TokenSource = FRESH, calls: ModelCalls | None = None) -> View:
         seen = 0
         out = list(view.events)
         # The SDK's BrowserObservation carries no URL: its action does.

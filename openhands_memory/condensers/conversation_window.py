@@ -20,6 +20,7 @@ from ..events import (
     TextContent,
 )
 from ..settings import settings
+from ..strategy import ModelCalls
 from ..view import View
 from ..view.tokens import FRESH, TokenSource
 from .base import Condenser, runs_at
@@ -65,7 +66,7 @@ class ConversationWindowCondenser(Condenser):
     def handles_condensation_requests(self) -> bool:
         return True
 
-    def condense(self, view: View, tokens: TokenSource = FRESH) -> View | Condensation:
+    def condense(self, view: View, tokens: TokenSource = FRESH, calls: ModelCalls | None = None) -> View | Condensation:
         if not view.unhandled_condensation_request:
             return view
         events = view.events

@@ -17,6 +17,7 @@ from ..errors import NoCondensationAvailable
 from ..events import Condensation
 from ..llm import LLMReply, complete
 from ..settings import settings
+from ..strategy import ModelCalls
 from ..view import View
 from ..view.tokens import TokenSource
 from .base import Reason, runs_at, system_floor
@@ -67,7 +68,7 @@ class LLMAttentionCondenser(LLMCondenser):
 
     purpose: ClassVar[str] = "attention"
 
-    def ranking(self, view: View) -> list[int]:
+    def ranking(self, view: View, calls: ModelCalls) -> list[int]:
         """View positions, most important first, as the model ranks them."""
         config = self.llm_config
         if config is None:
@@ -79,7 +80,7 @@ class LLMAttentionCondenser(LLMCondenser):
             messages = [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": listing}]
             return complete(config, messages, response_format=SCHEMA)
 
-        seqs = self.ask(request, parse_ranking, longest([e for _, e in numbered]))
+        seqs = self.ask(calls, request, parse_ranking, longest([e for _, e in numbered]))
         position = {e.seq: p for p, e in enumerate(view.events) if e.seq is not None}
         return [position[s] for s in seqs if s in position]
 
@@ -100,20 +101,22 @@ class LLMAttentionCondenser(LLMCondenser):
             keep.update(unit_of.get(p, (p,)))
         return keep
 
-    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource) -> Condensation:
-        return self._forget_all_but(view, self.keep_set(view, self.ranking(view), reasons, tokens))
+    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource, calls: ModelCalls) -> Condensation:
+        return self._forget_all_but(view, self.keep_set(view, self.ranking(view, calls), reasons, tokens))
 
-    def fallback(self, view: View, reasons: set[Reason], error, tokens: TokenSource) -> Condensation | None:
+    def fallback(self, view: View, reasons: set[Reason], error, tokens: TokenSource,
+                 calls: ModelCalls) -> Condensation | None:
         if self.hard_fallback == "raise" or isinstance(error, ModelNotCalled):
             return None  # a preview shows what the model would decide, or nothing
-        # A ranking that was made but led nowhere did not produce what the fallback writes.
-        self._calls = [replace(c, produced=False) for c in self._calls]
+        # A ranking that was made but led nowhere did not produce what the fallback writes
+        # (``calls`` is this run's own record: ``LLMCondenser.condense``).
+        calls.calls[:] = [replace(c, produced=False) for c in calls.calls]
         if isinstance(error, SummarizerFailed) or self.hard_fallback == "offline":
             try:
                 return self._forget_all_but(view, self.keep_set(view, [], reasons, tokens))
             except NoCondensationAvailable:
                 return None
-        return super().fallback(view, reasons, error, tokens)
+        return super().fallback(view, reasons, error, tokens, calls)
 
     def _forget_all_but(self, view: View, keep: set[int]) -> Condensation:
         forget = [p for p in range(len(view)) if p not in keep and view.events[p].seq is not None]

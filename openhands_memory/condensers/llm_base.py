@@ -1,10 +1,11 @@
-"""What the LLM strategies share: the summarizer call with its ledger entries, the shrinking
-retry when the summarizer's own context overflows, and the offline fallback."""
+"""What the LLM strategies share: the summarizer call with its ledger entries (written to the
+run's ``ModelCalls``), the shrinking retry when the summarizer's own context overflows, and
+the offline fallback."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Annotated, Callable, ClassVar, Literal, TypeVar
 
 from pydantic import Field
@@ -13,6 +14,7 @@ from ..errors import NoCondensationAvailable
 from ..events import Condensation, Event
 from ..llm import ContextWindowError, LLMCall, LLMConfig, LLMError, LLMReply
 from ..settings import settings
+from ..strategy import ModelCalls
 from ..view import View
 from ..view.tokens import FRESH, TokenSource
 from .base import Reason, RollingCondenser, runs_at, summary_offset
@@ -68,12 +70,6 @@ class LLMCondenser(RollingCondenser):
     hard_fallback: Literal["offline", "reset", "raise"] = "offline"  # type: ignore[assignment]
 
     purpose: ClassVar[str] = "summary"
-    _calls: list[LedgerEntry] = field(default_factory=list, init=False, repr=False, compare=False)
-    # Set by callers, never configured: ``preview`` stands a placeholder in for every model
-    # call (dry runs); ``failure`` is the last model failure of the latest ``condense``.
-    preview: bool = field(default=False, init=False, repr=False, compare=False)
-    failure: SummarizerFailed | None = field(default=None, init=False, repr=False, compare=False)
-    needs_model: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
     def summarizer(self) -> str:
@@ -83,22 +79,26 @@ class LLMCondenser(RollingCondenser):
             return "the offline summarizer"
         return f"model {self.llm_config.model}"
 
-    def condense(self, view: View, tokens: TokenSource = FRESH):  # type: ignore[override]
-        self.failure, self.needs_model = None, False
-        return super().condense(view, tokens)
+    def condense(self, view: View, tokens: TokenSource = FRESH, calls: ModelCalls | None = None):  # type: ignore[override]
+        # This run's own record, added to the caller's at the end: a fallback may rewrite the
+        # calls of this strategy's run, never those of another strategy in the same pipeline.
+        mine = ModelCalls(preview=calls.preview if calls is not None else False)
+        try:
+            return super().condense(view, tokens, mine)
+        finally:
+            if calls is not None:
+                calls.take(mine)
 
-    def model_trouble(self) -> tuple[str | None, bool]:
-        return (self.failure.brief if self.failure is not None else None), self.needs_model
+    def _record(self, calls: ModelCalls, call: LLMCall, produced: bool) -> None:
+        calls.record(LedgerEntry(self.type, self.purpose, call, produced))
 
-    def take_calls(self) -> list[LedgerEntry]:
-        calls, self._calls = self._calls, []
-        return calls
-
-    def _record(self, call: LLMCall, produced: bool) -> None:
-        self._calls.append(LedgerEntry(self.type, self.purpose, call, produced))
+    def _failed(self, calls: ModelCalls, message: str, brief: str) -> SummarizerFailed:
+        calls.failure = brief
+        return SummarizerFailed(message, brief)
 
     def ask(
-        self, request: Callable[[int], LLMReply], parse: Callable[[LLMReply], T], longest: int | None = None
+        self, calls: ModelCalls, request: Callable[[int], LLMReply], parse: Callable[[LLMReply], T],
+        longest: int | None = None,
     ) -> T:
         """``parse(request(max_event_length))``, shrinking event text after a context overflow.
 
@@ -106,44 +106,43 @@ class LLMCondenser(RollingCondenser):
         starts from it when it is below ``max_event_length``, so that every retry really sends
         less (scaling a limit no event reaches would resend the same prompt).
 
-        Every call lands in the ledger. A failed call or an unusable reply (``parse`` raised
-        ValueError) raises SummarizerFailed, so nothing half-made is ever stored.
+        Every call lands in ``calls``, for the ledger. A failed call or an unusable reply
+        (``parse`` raised ValueError) raises SummarizerFailed, so nothing half-made is ever
+        stored. A preview (``calls.preview``) calls nothing: ModelNotCalled.
         """
         limit = self.max_event_length
-        if self.preview:
-            self.needs_model = True
+        if calls.preview:
+            calls.needs_model = True
             raise ModelNotCalled(f"{self.type}: only the model can decide here, and a dry run does not call it")
         for _ in range(self.hard_context_reset_max_retries):
             try:
                 reply = request(limit)
             except ContextWindowError as e:
-                self._record(e.call, False)
+                self._record(calls, e.call, False)
                 if longest is not None:
                     limit = min(limit, longest)
                 limit = max(100, int(limit * self.hard_context_reset_context_scaling))
                 log.warning("%s: the summarizer's context overflowed; retrying with events cut to %d chars", self.type, limit)
                 continue
             except LLMError as e:
-                self._record(e.call, False)
-                self.failure = SummarizerFailed(f"{self.type}: the model call failed: {e}", e.brief)
-                raise self.failure from e
+                self._record(calls, e.call, False)
+                raise self._failed(calls, f"{self.type}: the model call failed: {e}", e.brief) from e
             try:
                 result = parse(reply)
             except ValueError as e:
                 if not reply.cached:  # a kept reply was no call: the ledger has it already
-                    self._record(replace(reply.call, outcome="bad_response", error=str(e)), False)
+                    self._record(calls, replace(reply.call, outcome="bad_response", error=str(e)), False)
                 brief = f"{reply.call.model}: bad_response ({' '.join(str(e).split())[:60]})"
-                self.failure = SummarizerFailed(f"{self.type}: the model's reply was unusable: {e}", brief)
-                raise self.failure from e
+                raise self._failed(calls, f"{self.type}: the model's reply was unusable: {e}", brief) from e
             if not reply.cached:
-                self._record(reply.call, True)
+                self._record(calls, reply.call, True)
             return result
-        self.failure = SummarizerFailed(
+        raise self._failed(
+            calls,
             f"{self.type}: the summarizer's context overflowed even with events cut to {limit} characters",
             f"{self.llm_config.model if self.llm_config else self.type}: context_window even with "
             f"events cut to {limit} characters",
         )
-        raise self.failure
 
 
 @settings()
@@ -166,7 +165,7 @@ class SummarizingCondenser(LLMCondenser):
         return [e for i, e in enumerate(view.events[start:end], start)
                 if e.seq is not None and i not in kept]
 
-    def summarize_with_model(self, events: list[Event], previous: str | None) -> str:
+    def summarize_with_model(self, events: list[Event], previous: str | None, calls: ModelCalls) -> str:
         raise NotImplementedError
 
     def summarize_offline(self, events: list[Event], previous: str | None) -> str:
@@ -174,12 +173,12 @@ class SummarizingCondenser(LLMCondenser):
 
         return OfflineSummarizer().summarize(events, previous)
 
-    def summarize(self, events: list[Event], previous: str | None) -> str:
+    def summarize(self, events: list[Event], previous: str | None, calls: ModelCalls) -> str:
         if self.llm_config is None:
             return self.summarize_offline(events, previous)
-        if self.preview:
+        if calls.preview:
             return PREVIEW_SUMMARY
-        return self.summarize_with_model(events, previous)
+        return self.summarize_with_model(events, previous, calls)
 
     def condensation(self, view: View, start: int, end: int, summary: str) -> Condensation:
         return Condensation(
@@ -188,13 +187,14 @@ class SummarizingCondenser(LLMCondenser):
             summary_offset=summary_offset(view, start),
         )
 
-    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource) -> Condensation:
+    def get_condensation(self, view: View, reasons: set[Reason], tokens: TokenSource, calls: ModelCalls) -> Condensation:
         start, end = self.cut(view, reasons, tokens)
-        summary = self.summarize(self.forgotten(view, start, end), self.previous_summary(view))
+        summary = self.summarize(self.forgotten(view, start, end), self.previous_summary(view), calls)
         return self.condensation(view, start, end, summary)
 
     def fallback(
-        self, view: View, reasons: set[Reason], error: NoCondensationAvailable, tokens: TokenSource
+        self, view: View, reasons: set[Reason], error: NoCondensationAvailable, tokens: TokenSource,
+        calls: ModelCalls,
     ) -> Condensation | None:
         """``offline``: the offline summarizer over the cut the reasons asked for (or over
         everything after the system prompt when there is no cut); ``reset``: the model over
@@ -216,7 +216,7 @@ class SummarizingCondenser(LLMCondenser):
         if self.hard_fallback == "offline":
             return self.condensation(view, *span, self.summarize_offline(events, previous))
         try:
-            return self.condensation(view, *span, self.summarize(events, previous))
+            return self.condensation(view, *span, self.summarize(events, previous, calls))
         except SummarizerFailed:
             return None
 

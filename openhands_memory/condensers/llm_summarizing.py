@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..events import Event
 from ..llm import LLMReply, complete
 from ..settings import settings
+from ..strategy import ModelCalls
 from .llm_base import SummarizingCondenser, longest
 from ..view.rendering import render
 
@@ -48,10 +49,11 @@ def prompt_messages(events: list[Event], previous: str | None, max_event_length:
 class LLMSummarizingCondenser(SummarizingCondenser):
     type = "llm"
 
-    def summarize_with_model(self, events: list[Event], previous: str | None) -> str:
+    def summarize_with_model(self, events: list[Event], previous: str | None, calls: ModelCalls) -> str:
         config = self.llm_config
         assert config is not None
         return self.ask(
+            calls,
             lambda limit: complete(config, prompt_messages(events, previous, limit)),
             summary_text,
             longest(events),

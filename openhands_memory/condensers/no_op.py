@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..settings import settings
+from ..strategy import ModelCalls
 from ..view import View
 from ..view.tokens import FRESH, TokenSource
 from .base import Condenser
@@ -12,5 +13,5 @@ from .base import Condenser
 class NoOpCondenser(Condenser):
     type = "noop"
 
-    def condense(self, view: View, tokens: TokenSource = FRESH) -> View:
+    def condense(self, view: View, tokens: TokenSource = FRESH, calls: ModelCalls | None = None) -> View:
         return view

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from ..events import AgentErrorEvent, Event, ObservationEvent, RecallObservation
 from ..settings import settings
+from ..strategy import ModelCalls
 from ..view import View
 from ..view.tokens import FRESH, TokenSource
 from .base import Condenser
@@ -50,7 +51,7 @@ class ObservationMaskingCondenser(Condenser):
     _last: tuple[View, list[Event], int, frozenset[int]] | None = field(
         default=None, init=False, repr=False, compare=False)
 
-    def condense(self, view: View, tokens: TokenSource = FRESH) -> View:
+    def condense(self, view: View, tokens: TokenSource = FRESH, calls: ModelCalls | None = None) -> View:
         cutoff = len(view) - self.attention_window
         if cutoff <= 0:
             return view

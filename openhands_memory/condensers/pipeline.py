@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any
-
 from ..events import Condensation
 from ..settings import settings
+from ..strategy import ModelCalls
 from ..view import View
 from ..view.tokens import FRESH, TokenSource
 from .base import Condenser
@@ -18,24 +17,13 @@ class PipelineCondenser(Condenser):
 
     condensers: list[Condenser] = field(default_factory=list)
 
-    def condense(self, view: View, tokens: TokenSource = FRESH) -> View | Condensation:
+    def condense(self, view: View, tokens: TokenSource = FRESH, calls: ModelCalls | None = None) -> View | Condensation:
         result: View | Condensation = view
         for condenser in self.condensers:
-            result = condenser.condense(result, tokens)  # type: ignore[arg-type]
+            result = condenser.condense(result, tokens, calls)  # type: ignore[arg-type]
             if isinstance(result, Condensation):
                 break
         return result
 
     def handles_condensation_requests(self) -> bool:
         return any(c.handles_condensation_requests() for c in self.condensers)
-
-    def take_calls(self) -> list[Any]:
-        return [call for c in self.condensers for call in c.take_calls()]
-
-    def model_trouble(self) -> tuple[str | None, bool]:
-        failure, needed = None, False
-        for c in self.condensers:
-            brief, needs = c.model_trouble()
-            failure = brief or failure  # the latest failure
-            needed = needed or needs
-        return failure, needed

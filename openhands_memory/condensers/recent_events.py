@@ -11,6 +11,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from ..settings import SettingError, settings
+from ..strategy import ModelCalls
 from ..view import View
 from ..view.tokens import FRESH, TokenSource
 from .base import Condenser, system_floor
@@ -29,7 +30,7 @@ class RecentEventsCondenser(Condenser):
             raise SettingError("keep_first", f"({self.keep_first}) must be less than max_events ({self.max_events})")
         return self
 
-    def condense(self, view: View, tokens: TokenSource = FRESH) -> View:
+    def condense(self, view: View, tokens: TokenSource = FRESH, calls: ModelCalls | None = None) -> View:
         if len(view) <= self.max_events:
             return view
         head = view.find_next(max(self.keep_first, system_floor(view)))

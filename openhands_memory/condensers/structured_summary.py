@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 from ..events import Event
 from ..llm import LLMReply, complete
 from ..settings import settings
+from ..strategy import ModelCalls
 from .llm_base import SummarizingCondenser, longest
 from .llm_summarizing import prompt_messages
 
@@ -115,10 +116,11 @@ class StructuredSummaryCondenser(SummarizingCondenser):
 
     purpose = "structured_summary"
 
-    def summarize_with_model(self, events: list[Event], previous: str | None) -> str:
+    def summarize_with_model(self, events: list[Event], previous: str | None, calls: ModelCalls) -> str:
         config = self.llm_config
         assert config is not None
         reply = self.ask(
+            calls,
             lambda limit: complete(
                 config,
                 prompt_messages(events, previous, limit),
@@ -133,9 +135,10 @@ class StructuredSummaryCondenser(SummarizingCondenser):
         except ValueError as e:
             # The call went through but its shape is wrong: record that, and still summarize.
             text = (reply.text or "").strip()
-            entry = self._calls[-1]
-            self._calls[-1] = replace(
-                entry, call=replace(entry.call, outcome="bad_response", error=str(e)), produced=bool(text)
-            )
+            if not reply.cached:  # a kept reply was no call: the ledger has it already
+                entry = calls.calls[-1]  # ``ask`` recorded this reply's call last
+                calls.calls[-1] = replace(
+                    entry, call=replace(entry.call, outcome="bad_response", error=str(e)), produced=bool(text)
+                )
             log.warning("%s: %s; using %s instead", self.type, e, "its text" if text else "the offline summary")
             return text or self.summarize_offline(events, previous)

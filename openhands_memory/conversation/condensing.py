@@ -1,33 +1,23 @@
-"""What a conversation asks of a condenser, and what one condensing step tells its caller.
+"""What one condensing step tells its caller (``CondenseOutcome``).
 
-A condenser is a strategy (``condensers/``, a layer above): the view and a token source in,
-a View or a Condensation out. The conversation knows it only by this protocol.
+A condenser is a strategy (``condensers/``, a layer above): the view, a token source and a
+record for its model calls in, a View or a Condensation out. The conversation knows it only
+by ``strategy.Strategy`` (named here too, where it used to live).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol, Sequence
 
 from ..errors import NoCondensationAvailable
 from ..events import Condensation
+from ..strategy import ModelCalls, Strategy
 from ..view import View
 from ..view.pins import Pin
-from ..view.tokens import ESTIMATE, FRESH, CharEstimate, TokenSource, tokens_after
-from .writing import CallRecord
+from ..view.tokens import ESTIMATE, FRESH, CharEstimate, tokens_after
 
-
-class Strategy(Protocol):
-    def condense(self, view: View, tokens: TokenSource) -> View | Condensation: ...
-
-    def take_calls(self) -> Sequence[CallRecord]:
-        """The model calls made since the last take (for the ledger)."""
-        ...
-
-    def model_trouble(self) -> tuple[str | None, bool]:
-        """(the latest model failure in one short line, whether a preview needed the model)."""
-        ...
+__all__ = ["CondenseOutcome", "ModelCalls", "Strategy"]
 
 
 @dataclass(frozen=True)

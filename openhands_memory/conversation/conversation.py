@@ -1,15 +1,19 @@
-"""One conversation: its events, its cached view, its token counts, and condensing it."""
+"""One conversation: its events, its cached view, its token counts, and condensing it.
+
+A conversation belongs to a store (``store.EventStore``, which makes conversations); what it
+asks of that store is the ``Store`` protocol below, so that this module never imports it.
+"""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from .. import limits
 from ..allocation import collector_paused
 from ..errors import ConversationNotFound, DuplicateEventId, EventNotFound, MalformedEvent, NoCondensationAvailable
 from ..events import Condensation, CondensationRequest, Event, PinMode
-from ..storage import END, IntegrityViolation, Session, tree
+from ..storage import END, IntegrityViolation, Recorder, Session, tree
 from ..storage.recorder import FOLLOWS_HEAD
 from ..storage.codec import decode, event_row
 from ..storage.search import SearchFilters
@@ -21,14 +25,29 @@ from . import pinning, recall
 from .recall import Hit, Recalled, Scope
 from .cache import ViewCache
 from .pinning import PinRequest
-from .condensing import CondenseOutcome, Strategy
+from .condensing import CondenseOutcome, ModelCalls, Strategy
 from .tokens import TokenRows
 from .writing import Writer, record_calls
 
 if TYPE_CHECKING:
     from ..replay.report import Prices, Replay
-    from ..replay.run import ModelUse
-    from .store import EventStore
+    from ..replay.run import ModelUse, ScratchStore
+
+
+class Store(Protocol):
+    """What a conversation asks of the store it belongs to (``EventStore`` is one): its
+    recorder, its transactions, a fork, and a throwaway store for a replay to run in."""
+
+    recorder: Recorder
+
+    def writing(self, conversation_id: str | None = None, *, large: bool = False,
+                timeout: float | None = None) -> AbstractContextManager[Session]: ...
+
+    def reading(self, *, snapshot: bool = True) -> AbstractContextManager[Session]: ...
+
+    def fork(self, source: str, at: int | None = None, conversation_id: str | None = None) -> Conversation: ...
+
+    def scratch(self) -> AbstractContextManager[ScratchStore]: ...
 
 
 class Conversation:
@@ -39,7 +58,7 @@ class Conversation:
     token counts cached in rows (``tokens``), which it hands its condensers.
     """
 
-    def __init__(self, store: "EventStore", id: str):
+    def __init__(self, store: Store, id: str):
         self.store = store
         self.id = id
         self.views = ViewCache(store.recorder, id)
@@ -340,7 +359,7 @@ class Conversation:
     # --- replay (replay/) ------------------------------------------------------------------
 
     def replay(
-        self, strategies: Sequence[tuple[str, Strategy]], *, scratch: "EventStore | None" = None,
+        self, strategies: Sequence[tuple[str, Strategy]], *, scratch: "ScratchStore | None" = None,
         counter: TokenCounter | None = None, prices: "Prices | None" = None,
         progress: Callable[[int], None] | None = None, model_use: "Callable[[], ModelUse] | None" = None,
     ) -> "Replay":
@@ -373,51 +392,52 @@ class Conversation:
 
     # --- condensing ------------------------------------------------------------------
 
-    def condense(self, condenser: Strategy, *, dry_run: bool = False) -> CondenseOutcome:
+    def condense(self, condenser: Strategy, *, dry_run: bool = False, preview: bool = False) -> CondenseOutcome:
         """Run ``condenser`` on the current view, with this conversation's token counts; a
-        Condensation is stored unless ``dry_run`` (which writes nothing at all).
+        Condensation is stored unless ``dry_run`` (which writes nothing at all). ``preview``
+        (with ``dry_run``): call no model; a strategy that asks one puts a placeholder where
+        its summary would be, or says that only the model could decide (``needs_model``).
 
         Every model call lands in the ledger, even when nothing else is written: failed calls,
         and calls whose reply went into no stored condensation, with no condensation id. When
         the model failed or a dry run would need it, the outcome says so (``failure``,
         ``needs_model``) instead of raising; any other refusal is raised.
         """
-        rules: Sequence[PinRule] = getattr(condenser, "pin_rules", ())
+        if preview and not dry_run:
+            raise ValueError("preview goes with dry_run: a placeholder summary is never stored")
+        rules = condenser.pin_rules
         in_memory = bool(rules) and (dry_run or self._holds_sdk_log())
         if rules and not in_memory:
-            limit = condenser.pin_limit() if hasattr(condenser, "pin_limit") else None
-            self.apply_pin_rules(rules, budget=limit)
+            self.apply_pin_rules(rules, budget=condenser.pin_limit())
         view = self.view()
         if in_memory:  # judged on this view only: a dry run writes nothing, an SDK log holds no pins
             view = view.with_pins(judged(rules, view.events, view.pins))
+        calls = ModelCalls(preview=preview)
         result: View | Condensation | None = None
         error: NoCondensationAvailable | None = None
         try:
             if dry_run:
                 with self.tokens.holding_writes():
-                    result = condenser.condense(view, self.tokens)
+                    result = condenser.condense(view, self.tokens, calls)
             else:
-                result = condenser.condense(view, self.tokens)
+                result = condenser.condense(view, self.tokens, calls)
             if isinstance(result, Condensation):
                 result = carve(view, result)  # no strategy forgets a keep pin
         except NoCondensationAvailable as e:
-            failure, needs_model = condenser.model_trouble()
-            if failure is None and not needs_model:
+            if calls.failure is None and not calls.needs_model:
                 raise
             error = e
         finally:
-            calls = list(condenser.take_calls())
             stored = isinstance(result, Condensation) and not dry_run
-            loose = [c for c in calls if not (stored and c.produced)]
+            loose = [c for c in calls.calls if not (stored and c.produced)]
             if loose and not dry_run:
                 with self.store.writing() as db:  # ledger rows only: no event, no id lock
                     record_calls(db, self.id, loose, None)
         seq = None
         if isinstance(result, Condensation) and not dry_run:
             with self.writing() as w:
-                seq = w.condensation(result, view=view, calls=[c for c in calls if c.produced])
-        failure, needs_model = condenser.model_trouble()
-        return CondenseOutcome(view, result, dry_run, failure, needs_model, seq, error)
+                seq = w.condensation(result, view=view, calls=[c for c in calls.calls if c.produced])
+        return CondenseOutcome(view, result, dry_run, calls.failure, calls.needs_model, seq, error)
 
     def step(self, condenser: Strategy) -> View:
         """The agent-loop helper: condense if needed, store it, and return the view to send

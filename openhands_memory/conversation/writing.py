@@ -13,12 +13,13 @@ store's files, the conversation row an import creates).
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..errors import ConcurrentCondensation, ConversationNotFound
 from ..events import Condensation, Event
 from ..storage import Session, condensations, tree
 from ..storage.codec import check_rows, event_row
+from ..strategy import CallRecord, ModelCall  # noqa: F401  (ModelCall: named here before)
 
 if TYPE_CHECKING:
     from ..view import View
@@ -27,33 +28,6 @@ if TYPE_CHECKING:
 # How a bulk load records a Condensation: the event as stored, and its id -> the event whose
 # ranges are recorded (an import resolves external ids itself, without asking SQL).
 Resolve = Callable[[Condensation, int], Condensation]
-
-
-class ModelCall(Protocol):
-    """What the ledger keeps of one call (``llm.LLMCall``)."""
-
-    model: str
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cost_usd: float | None
-    latency_s: float
-    outcome: str
-    error: str | None
-    response_id: str | None
-    attempts: int
-
-
-class CallRecord(Protocol):
-    """One model call for the ``llm_call`` ledger (``condensers.llm_base.LedgerEntry``)."""
-
-    @property
-    def strategy(self) -> str: ...
-    @property
-    def purpose(self) -> str: ...
-    @property
-    def call(self) -> ModelCall: ...
-    @property
-    def produced(self) -> bool: ...
 
 
 def record_calls(db: Session, conversation_id: str, calls: Sequence[CallRecord], condensation_id: int | None) -> None:

@@ -9,27 +9,80 @@ which appends them as recorded and runs no strategy: what was actually sent.
 
 The source is only read. Model calls (``--llm``) go to the scratch database's ledger; its
 conversations for a source are replaced by each replay of it.
+
+A conversation runs its replay (``Conversation.replay``) and hands itself in, so this module
+knows conversations and stores only by what it asks of them (``Source``, ``ScratchStore``,
+``Replaying``): importing them would make the two modules a cycle.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
+from .. import limits
 from ..events import Condensation, CondensationSummaryEvent, Event, ObservationBase, PinnedContextEvent
 from ..view.tokens import TokenCounter
 from .calls import ModelCall, is_recorded_condensing, model_calls
 from .lost import Reuse
 from .meter import Meter
 from .report import CallInput, Prices, Replay, ReplaySet, StrategyReplay, Totals
-from .scratch import conversation_id as scratch_id
 
-if TYPE_CHECKING:  # the conversation runs a replay: it hands these in
-    from ..conversation import Conversation, EventStore
-    from ..conversation.condensing import Strategy
+if TYPE_CHECKING:
+    from ..conversation.condensing import CondenseOutcome
+    from ..strategy import Strategy
     from ..view import View
 
 Progress = Callable[[int], None]  # calls done since the last report
+
+#: How a replay names its conversations in the scratch and marks them (``scratch.py`` tells
+#: a replay's conversations from anyone else's by these).
+PREFIX = "replay:"
+MARK = "replay_of"
+
+
+class Source(Protocol):
+    """What a replay reads of the conversation it replays (a ``Conversation``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def view(self) -> View: ...
+
+    def events(self, start: int = 0, stop: int | None = None) -> Iterable[Event]: ...
+
+
+class Replaying(Protocol):
+    """A conversation of the scratch database, where one strategy runs (a ``Conversation``)."""
+
+    def append_many(self, events: Sequence[Event]) -> list[int]: ...
+
+    def view(self) -> View: ...
+
+    def condense(self, condenser: Strategy) -> CondenseOutcome: ...
+
+
+class ScratchStore(Protocol):
+    """Where the strategies run (an ``EventStore``)."""
+
+    def __contains__(self, id: object) -> bool: ...
+
+    def delete_conversation(self, id: str) -> None: ...
+
+    def create_conversation(self, id: str | None = None, *, metadata: dict[str, Any] | None = None) -> Replaying: ...
+
+
+def scratch_id(source: str, k: int) -> str:
+    """The id of a replay's ``k``-th conversation of ``source`` in the scratch:
+    ``replay:<source>:<k>``; where that would break the rule of new ids (an SQLite file made
+    before it may hold a source id of any length), the source's id is a digest of it there
+    (``replay_of`` in the metadata keeps it whole)."""
+    cid = f"{PREFIX}{source}:{k}"
+    if limits.conversation_id_problem(cid) is None:
+        return cid
+    digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{PREFIX}sha256-{digest}:{k}"
 
 
 @dataclass(frozen=True)
@@ -61,7 +114,7 @@ class History:
     calls: list[ModelCall]
 
     @classmethod
-    def read(cls, conv: "Conversation") -> "History":
+    def read(cls, conv: Source) -> History:
         view = conv.view()
         spans = view.path if view.path is not None else [(0, view.upto)]
         events: list[Event] = []
@@ -106,7 +159,7 @@ class _Tally:
 def replay_history(
     history: History,
     candidates: Sequence[Candidate],
-    scratch: "EventStore",
+    scratch: ScratchStore,
     counter: TokenCounter,
     *,
     prices: Prices | None = None,
@@ -138,7 +191,7 @@ class _Context:
     """What every run of one replay shares: the history, where it runs, how it counts."""
 
     history: History
-    scratch: "EventStore"
+    scratch: ScratchStore
     counter: TokenCounter
     counts: dict  # token counts per event object (Meter.counts)
     output: list[int]  # the recorded responses' tokens, per call
@@ -155,7 +208,7 @@ def _run(ctx: _Context, condenser: "Strategy | None", label: str, k: int) -> Str
     cid = scratch_id(history.conversation, k)
     if cid in scratch:
         scratch.delete_conversation(cid)
-    conv = scratch.create_conversation(cid, metadata={"replay_of": history.conversation, "strategy": label})
+    conv = scratch.create_conversation(cid, metadata={MARK: history.conversation, "strategy": label})
     meter = Meter(ctx.counter, ctx.counts)
     tally = _Tally()
     position_of: dict[int, int] = {}  # scratch id -> position in history.events
@@ -203,8 +256,8 @@ def _run(ctx: _Context, condenser: "Strategy | None", label: str, k: int) -> Str
     pins_broken = _pins_broken(conv)
     return StrategyReplay(
         label=label, baseline=baseline,
-        config=condenser.config() if hasattr(condenser, "config") else {},  # type: ignore[union-attr]
-        summarizer=getattr(condenser, "summarizer", None),
+        config=condenser.config() if condenser is not None else {},
+        summarizer=condenser.summarizer if condenser is not None else None,
         calls=calls,
         totals=_totals(calls, ctx.output, meter, tally, ctx.reuse, ctx.prices, pins_broken),
     )
@@ -222,7 +275,7 @@ def _tally_condensation(tally: _Tally, view: "View", cond: Condensation, meter: 
     tally.summary_out += meter.tokens(CondensationSummaryEvent(summary=cond.summary))
 
 
-def _pins_broken(conv: "Conversation") -> int:
+def _pins_broken(conv: Replaying) -> int:
     """Keep pins whose event the final view does not show, in place or again after the
     summary (a pin recorded after its event was forgotten is shown again)."""
     view = conv.view()

@@ -23,24 +23,19 @@ message says what is there.
 
 from __future__ import annotations
 
-import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from .. import limits
 from ..database import building, inspect_sqlite_file
 from ..errors import OpenHandsMemoryError, ScratchRefused, StorageFault
 from ..files import database_files, refuse_overwrite
 from ..sqlite_file import fault, remove_database_files
+from .run import MARK, PREFIX
 
 if TYPE_CHECKING:
     from ..conversation import EventStore
-
-#: How a replay names its conversations in the scratch (``run.py``) and marks them.
-PREFIX = "replay:"
-MARK = "replay_of"
 
 
 @dataclass
@@ -71,18 +66,6 @@ class Scratch:
         with self.store.writing() as db:
             db.keep_llm_reply(key, model, reply, when)
         self.replies += 1
-
-
-def conversation_id(source: str, k: int) -> str:
-    """The id of a replay's ``k``-th conversation of ``source`` in the scratch:
-    ``replay:<source>:<k>``; where that would break the rule of new ids (an SQLite file made
-    before it may hold a source id of any length), the source's id is a digest of it there
-    (``replay_of`` in the metadata keeps it whole)."""
-    cid = f"{PREFIX}{source}:{k}"
-    if limits.conversation_id_problem(cid) is None:
-        return cid
-    digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return f"{PREFIX}sha256-{digest}:{k}"
 
 
 def foreign_conversations(store: "EventStore") -> list[str]:

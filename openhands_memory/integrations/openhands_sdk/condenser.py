@@ -45,8 +45,10 @@ from ...condensers.base import Condenser
 from ...config import condenser_from_section, condenser_from_toml
 from ...errors import ConfigError
 from ...events import Condensation, CondensationSummaryEvent, Event, event_from_json
+from ...strategy import ModelCalls
 from ...view import View
 from ...view.pins import Pin, Pins, insert_at, judged, reinjected
+from ...view.tokens import FRESH
 from ...view.view import carve
 from . import handoff
 
@@ -93,13 +95,11 @@ class SDKCondenser(CondenserBase):
 
     def condense(self, view: SDKView, agent_llm: LLM | None = None) -> SDKView | SDKCondensation:
         ours = self._our_view(view)
-        try:
-            result = self.strategy.condense(ours)
-        finally:
-            calls = self.strategy.take_calls()
+        calls = ModelCalls()
+        result = self.strategy.condense(ours, FRESH, calls)
         if isinstance(result, Condensation):
             made = _sdk_condensation(carve(ours, result), view)
-            handoff.leave(made.id, handoff.Handoff(result.note, [c for c in calls if c.produced]))
+            handoff.leave(made.id, handoff.Handoff(result.note, [c for c in calls.calls if c.produced]))
             return made
         again = self._reinjected(result)
         if result is ours and not again:
