@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from .. import __version__
+from .errors import UserError
 
 # name -> (module, function, section, one-line help); the order is the order in --help.
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
@@ -102,26 +103,6 @@ def _is_sqlalchemy_error(exc: BaseException) -> bool:
     from sqlalchemy.exc import SQLAlchemyError
 
     return isinstance(exc, SQLAlchemyError)
-
-
-class UserError(click.ClickException):
-    """An error the user can act on: ``Error: …`` on one line, exit status 1.
-
-    On a terminal the message is wrapped to its width (80 columns when unknown), continuation
-    lines indented; to a pipe or a file it stays one line, for scripts and logs to grep.
-    """
-
-    def show(self, file: Any = None) -> None:
-        stream = file if file is not None else sys.stderr
-        text = f"Error: {self.format_message()}"
-        if getattr(stream, "isatty", lambda: False)():
-            import shutil
-            import textwrap
-
-            width = shutil.get_terminal_size((80, 24)).columns
-            text = textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False,
-                                 break_long_words=False)
-        click.echo(text, file=stream)
 
 
 class LazyGroup(click.Group):

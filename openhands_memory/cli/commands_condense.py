@@ -11,7 +11,7 @@ import click
 from .opening import conversation as open_conversation
 from .opening import open_reader, open_store
 from .describe import preview
-from . import UserError
+from .errors import UserError
 from .output import echo_json, echo_pairs, id_runs, number, one_line, say
 from .params import DATABASE, TEXT, path
 from .vocabulary import old_spelling, output_format

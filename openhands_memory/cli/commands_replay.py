@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import click
 
-from . import UserError
+from .errors import UserError
 from .commands_condense import CONFIG_HELP, NAME_HELP, SET_HELP, TYPE_HELP, build_condenser, llm_condensers
 from .opening import conversation as open_conversation
 from .opening import is_url, open_reader, shown
