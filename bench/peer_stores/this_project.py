@@ -7,7 +7,9 @@ same stream without them (``ohm-no-condenser``). Step: ``conv.append(action)`` t
 ``conv.append(observation)``, one commit each (the next steps of
 ``sdk_workload.step_pairs``). Resume: ``EventStore(path)``, ``conv.view()``,
 ``view.to_messages()``. Durability: the store's default (``normal``: WAL,
-synchronous=NORMAL) and ``durability="full"`` (synchronous=FULL).
+synchronous=NORMAL) and ``durability="full"`` (synchronous=FULL). The process lets the
+library pause the cyclic collector while it builds a view (``allocation.allow_collector_pauses``),
+as an agent process that resumes long views would, and as the command line does.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import child  # noqa: E402
 from bench.sdk_workload import step_pairs  # noqa: E402
 from openhands_memory import EventStore  # noqa: E402
+from openhands_memory.allocation import allow_collector_pauses  # noqa: E402
+
+allow_collector_pauses()
 
 CONVERSATION = "bench"  # bench/common.py's
 

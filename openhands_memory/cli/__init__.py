@@ -186,6 +186,11 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """The console script's entry point."""
+    from ..allocation import allow_collector_pauses
+
+    # This process is the command's own: its long views and imports may pause the cyclic
+    # collector (a library call does not unless its process's owner says so).
+    allow_collector_pauses()
     try:
         cli.main(args=argv, prog_name="openhands-memory")
     except BrokenPipeError:  # `openhands-memory history … | head`: the reader has gone

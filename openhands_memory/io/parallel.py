@@ -274,7 +274,7 @@ def serve() -> None:
         os.nice(10)
     from . import jsonl, quick_rows, sdk
 
-    with collector_paused():  # its events live for a batch: the collector would walk them all
+    with collector_paused(always=True):  # its own process; its events live for a batch
         _serve(jsonl, quick_rows, sdk)
 
 
