@@ -20,7 +20,7 @@ def filled(database_url, tmp_path):
     events = list(sdk_history(200, seed=21))
     jsonl = tmp_path / "c.jsonl"
     jsonl.write_text("".join(e.model_dump_json(exclude_none=True) + "\n" for e in events))
-    run("import", database_url, jsonl, "--conversation", "conv-1")
+    run("import", database_url, jsonl, "--as", "conv-1")
     return database_url, events, jsonl
 
 
@@ -74,7 +74,7 @@ def test_export_import_round_trip_and_condense(filled, tmp_path):
 
 
 def test_tree_commands(database_url):
-    """branches, navigate, fork, view --head and history's on_head_path, on either backend."""
+    """branches, navigate, fork, view --at and history's on_head_path, on either backend."""
     db = database_url
     with EventStore(db) as store:
         conv = store.create_conversation("tree-1")
@@ -86,7 +86,7 @@ def test_tree_commands(database_url):
         (4, 5, 2, False, [[0, 4]]), (6, 5, 2, True, [[0, 2], [5, 6]])]
     assert run("branches", db, "tree-1").output.splitlines()[0] == (
         "tree-1 · 7 events · 2 branches · HEAD at event 6 (*)")
-    first_line = json.loads(run("view", db, "tree-1", "--head", 4, "--json").output)
+    first_line = json.loads(run("view", db, "tree-1", "--at", 4, "--json").output)
     assert [e["id"] for e in first_line["events"]] == [0, 1, 2, 3, 4]
     now = json.loads(run("view", db, "tree-1", "--json").output)
     assert [e["id"] for e in now["events"]] == [0, 1, 2, 5, 6] and now["path"] == [[0, 2], [5, 6]]

@@ -310,7 +310,7 @@ def test_the_random_key_indexes_are_deferred_only_into_an_empty_table_and_restor
 def test_a_new_file_is_built_with_a_rollback_journal_and_published_in_wal_mode(tmp_path):
     path = long_jsonl(tmp_path)
     db = tmp_path / "new.db"
-    run("import", db, path, "-c", "c")
+    run("import", db, path, "--as", "c")
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("new", ".new"))) == ["new.db"]
     conn = sqlite3.connect(db)
     try:
@@ -328,24 +328,24 @@ def test_a_new_file_is_built_with_a_rollback_journal_and_published_in_wal_mode(t
 def test_import_without_the_search_index_then_build_it(tmp_path):
     path = long_jsonl(tmp_path)
     db = tmp_path / "new.db"
-    out = run("import", db, path, "-c", "c", "--no-search-index").output
+    out = run("import", db, path, "--as", "c", "--no-search-index").output
     assert f"search-index {db} on" in out
     assert "is off" in run("search-index", db).output
     refusal = run("search", db, "c", "ls", code=1)
     assert "search-index" in refusal.output
     run("search-index", db, "on")
-    found = json.loads(run("search", db, "c", "c7", "--all", "--json").output)
+    found = json.loads(run("search", db, "c", "c7", "--scope", "all", "--json").output)
     assert found, found
     with EventStore(db) as store:
         assert doctor.check(store, full=True).healthy
     # A file that keeps an index is not changed by the flag: refused, nothing imported.
     before = file_hash(db)
-    refused = run("import", db, path, "-c", "d", "--no-search-index", code=1)
+    refused = run("import", db, path, "--as", "d", "--no-search-index", code=1)
     assert "keeps a search index" in refused.output
     assert file_hash(db) == before
     # One whose index is off takes it as it is.
     run("search-index", db, "off")
-    run("import", db, path, "-c", "d", "--no-search-index")
+    run("import", db, path, "--as", "d", "--no-search-index")
     with EventStore(db) as store:
         assert not store.search_index and len(store.conversation("d")) == len(store.conversation("c"))
 
@@ -382,13 +382,13 @@ def test_a_new_files_pages_are_handed_to_the_disk_as_rows_come_in(tmp_path, monk
     monkeypatch.setattr(sqlite_file.Writeback, "start", spy)
     monkeypatch.setattr(sqlite_storage, "WRITEBACK_BYTES", 4096)
     path = long_jsonl(tmp_path)
-    run("import", tmp_path / "new.db", path, "-c", "c")
+    run("import", tmp_path / "new.db", path, "--as", "c")
     assert asked and all(name.startswith(".new.db.") and name.endswith(".building") for name in asked)
     with EventStore(tmp_path / "source.db") as source, EventStore(tmp_path / "new.db") as new:
         assert stored(new, "c") == stored(source, "long")
 
     asked.clear()
-    run("import", tmp_path / "new.db", path, "-c", "again")
+    run("import", tmp_path / "new.db", path, "--as", "again")
     assert asked == []
 
 

@@ -150,7 +150,7 @@ def test_a_new_file_is_whole_or_absent(small_tmpfs, scale, inputs, size, how):
 def test_append_to_a_file_keeps_what_it_reports(small_tmpfs, scale, inputs, free):
     mount = small_tmpfs(int(10_000_000 * scale))
     db = mount / "a.db"
-    run_cli("import", db, inputs["half"], "-c", "c1").ok()
+    run_cli("import", db, inputs["half"], "--as", "c1").ok()
     filler = fill(mount, int(free * scale))
     run = run_cli("append", db, "c1", inputs["more"])
     expected = 40 + EVENTS if succeeded(run, db) else 40
@@ -171,7 +171,7 @@ def test_a_committed_append_whose_copy_into_the_file_fails_is_a_warning(small_tm
     for free in (2_000_000, 2_400_000, 2_800_000, 3_400_000):
         mount = small_tmpfs(int(10_000_000 * scale))
         db = mount / "a.db"
-        run_cli("import", db, inputs["half"], "-c", "c1").ok()
+        run_cli("import", db, inputs["half"], "--as", "c1").ok()
         filler = fill(mount, int(free * scale))
         run = run_cli("append", db, "c1", inputs["more"])
         if run.code == 0 and run.stderr.strip():
@@ -189,7 +189,7 @@ def test_a_committed_append_whose_copy_into_the_file_fails_is_a_warning(small_tm
 def test_condense(small_tmpfs, scale, inputs, free):
     mount = small_tmpfs(int(10_000_000 * scale))
     db = mount / "a.db"
-    run_cli("import", db, inputs["big"], "-c", "c1").ok()
+    run_cli("import", db, inputs["big"], "--as", "c1").ok()
     filler = fill(mount, int(free * scale))
     run = run_cli("condense", db, "c1", "--type", "amortized", "--set", "max_size=20", "--set", "keep_first=1")
     expected = EVENTS + 1 if succeeded(run, db) else EVENTS
@@ -201,7 +201,7 @@ def test_condense(small_tmpfs, scale, inputs, free):
 @pytest.mark.parametrize("free", [0, 800_000, 1_700_000, 2_200_000, 2_600_000, 3_200_000, 6_000_000])
 def test_migrate(small_tmpfs, scale, inputs, tmp_path, free):
     old = tmp_path / "old.db"
-    run_cli("import", old, inputs["big"], "-c", "c1").ok()
+    run_cli("import", old, inputs["big"], "--as", "c1").ok()
     run_cli("migrate", old, "--downgrade", "-r", "0002").ok()
     mount = small_tmpfs(int(12_000_000 * scale))
     db = mount / "a.db"
@@ -243,8 +243,8 @@ def test_doctor_fix(small_tmpfs, scale, inputs, tmp_path, free):
     db = mount / "a.db"
     source = tmp_path / "dangling.jsonl"
     source.write_text("".join(json.dumps(e) + "\n" for e in DANGLING))
-    run_cli("import", db, inputs["big"], "-c", "big").ok()
-    run_cli("import", db, source, "-c", "c1").ok()
+    run_cli("import", db, inputs["big"], "--as", "big").ok()
+    run_cli("import", db, source, "--as", "c1").ok()
     filler = fill(mount, int(free * scale))
     run = run_cli("doctor", db, "--fix")
     if run.code == 0:
@@ -268,7 +268,7 @@ def test_a_reader_on_a_full_disk_says_so_and_leaves_nothing(small_tmpfs, scale, 
     used to be "not an openhands-memory database") and the stub -shm is not left behind."""
     mount = small_tmpfs(int(4_000_000 * scale))
     db = mount / "a.db"
-    run_cli("import", db, inputs["half"], "-c", "c1").ok()
+    run_cli("import", db, inputs["half"], "--as", "c1").ok()
     filler = fill(mount, 0)
     for args in (("conversations", db), ("view", db, "c1"), ("export", db, "c1"), ("stats", db),
                  ("doctor", db), ("sql", db, "SELECT 1"), ("append", db, "c1", inputs["more"])):
@@ -287,7 +287,7 @@ def test_a_full_temporary_folder_fails_a_large_write_and_says_where(small_tmpfs,
     the database's own disk roomy, the one line names the folder and SQLITE_TMPDIR, and the
     index is as it was; with room there, the same command works."""
     db = tmp_path / "a.db"
-    run_cli("import", db, inputs["big"], "-c", "c1").ok()
+    run_cli("import", db, inputs["big"], "--as", "c1").ok()
     temp = small_tmpfs(1_000_000)
     filler = fill(temp, 0)
     run = run_cli("search-index", db, "off", env={"SQLITE_TMPDIR": str(temp)})

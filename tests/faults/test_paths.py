@@ -83,7 +83,7 @@ def big_old_database(tmp_path: Path) -> Path:
                 "kind": "MessageEvent", "llm_message": {"role": "user", "content": [{"type": "text", "text": text}]},
             }) + "\n")
     db = tmp_path / "old.db"
-    run_cli("import", db, events, "-c", "c1").ok()
+    run_cli("import", db, events, "--as", "c1").ok()
     run_cli("migrate", db, "--downgrade", "-r", "0002").ok()
     for p in tmp_path.glob("old.db.bak-*"):
         p.unlink()

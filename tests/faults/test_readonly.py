@@ -53,7 +53,7 @@ def made(tmp_path) -> tuple[Path, Path]:
     folder = tmp_path / "place"
     folder.mkdir()
     db = folder / "a.db"
-    run_cli("import", db, events_file(tmp_path / "in.jsonl"), "-c", "c1").ok()
+    run_cli("import", db, events_file(tmp_path / "in.jsonl"), "--as", "c1").ok()
     return db, events_file(tmp_path / "more.jsonl", start=N)
 
 
@@ -117,7 +117,7 @@ def test_read_only_file_in_a_writable_folder(made, restore_modes):
 def test_read_only_mount(small_tmpfs, tmp_path):
     mount = small_tmpfs(8_000_000)
     db = mount / "a.db"
-    run_cli("import", db, events_file(tmp_path / "in.jsonl"), "-c", "c1").ok()
+    run_cli("import", db, events_file(tmp_path / "in.jsonl"), "--as", "c1").ok()
     more = events_file(tmp_path / "more.jsonl", start=N)
     done = subprocess.run(["mount", "-o", "remount,ro", str(mount)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -59,7 +59,7 @@ def session(tmp_path_factory) -> Path:
 def source_file(tmp_path_factory, session) -> Path:
     """The session imported once into an SQLite file, which tests copy."""
     path = tmp_path_factory.mktemp("source") / "source.db"
-    run_cli("import", path, session, "-c", CONV).ok()
+    run_cli("import", path, session, "--as", CONV).ok()
     return path
 
 
@@ -79,7 +79,7 @@ def source(request, source_file, session, tmp_path) -> str:
 
 def postgres_source(factory, session: Path) -> str:
     url = factory()
-    run_cli("import", url, session, "-c", CONV).ok()
+    run_cli("import", url, session, "--as", CONV).ok()
     return url
 
 

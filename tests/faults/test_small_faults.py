@@ -181,7 +181,7 @@ def test_an_old_row_over_the_limit_is_refused_by_export_naming_it(tmp_path):
         conn.execute("UPDATE event SET payload = ? WHERE id = 2",
                      ('{"kind":"ObservationEvent","pad":"' + "x" * MAX_EVENT_BYTES + '"}',))
     conn.close()
-    for args in (("-o", tmp_path / "c.jsonl"), ("-f", "openhands", "-o", tmp_path / "folder")):
+    for args in (("-o", tmp_path / "c.jsonl"), ("--file-format", "openhands", "-o", tmp_path / "folder")):
         line = run_cli("export", db, "c", *args).one_error_line()
         assert "event 2 (ObservationEvent, " in line and "bytes of JSON, more than the 67,108,864 bytes" in line
         assert "nothing was exported" in line
