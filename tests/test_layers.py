@@ -48,7 +48,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("view", ("view",)),
     ("storage", ("storage",)),
     ("the database: its location, file, creation and migrations", (
-        "database", "location", "migrate", "migration_plan", "migration_plan", "sqlite_file", "files", "migrations",
+        "database", "location", "migrate", "migration_plan", "sqlite_file", "files", "migrations",
     )),
     ("events and schema", ("events", "schema", "searchable", "ranges", "limits", "settings", "allocation")),
     ("errors", ("errors",)),
