@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..database import Durability, Location, open_location, psycopg_module
-from .recorder import QueryResult, Recorder
+from .recorder import Datastore, QueryResult, Recorder
 from .session import END, IntegrityViolation, Session
 
 
 def open_recorder(
     path_or_url: str | Path, *, durability: Durability = "normal", create: bool = True,
     readonly: bool = False,
-) -> Recorder:
+) -> Datastore:
     """``readonly``: never create or change anything (reading commands, inspection)."""
     location = open_location(path_or_url, create=create and not readonly)
     if location.is_sqlite:
@@ -48,6 +48,6 @@ def read_only_query(path_or_url: str | Path, query: str, *, timeout: float, max_
 
 
 __all__ = [
-    "END", "IntegrityViolation", "Location", "QueryResult", "Recorder", "Session", "open_recorder",
+    "Datastore", "END", "IntegrityViolation", "Location", "QueryResult", "Recorder", "Session", "open_recorder",
     "read_only_query",
 ]

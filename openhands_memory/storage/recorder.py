@@ -1,11 +1,14 @@
-"""The recorder interface: how the library reaches a database, whatever the database.
+"""The datastore: how the library reaches a database, whatever the database.
 
-A recorder owns one connection and hands out sessions (``storage/session.py``): ``writing``
+In the ``eventsourcing`` library's vocabulary this is a *datastore*: it owns one connection
+and its transactions, nothing more. The statements are the *recorders*: the statement groups
+of ``storage/statements/`` (events, condensations and hidden runs, view, tree, search, ...),
+composed into ``Session`` (``storage/session.py``), which a datastore hands out: ``writing``
 for a write transaction that keeps per-conversation ids gap-free, ``reading`` for one
 consistent snapshot. Transactions compose: a session passed down runs everything in the
-caller's transaction. ``version`` tells a view cache whether another connection wrote.
-The split follows the eventsourcing library's recorders: one interface, a backend each
-(``sqlite.py``, ``postgres/``), one contract test suite run against both.
+caller's transaction. ``version`` tells a view cache whether another connection wrote. One
+interface, a backend each (``sqlite.py``, ``postgres/``), one contract test suite run
+against both. ``Recorder`` is this class's former name, kept for callers that still use it.
 """
 
 from __future__ import annotations
@@ -22,11 +25,11 @@ from ..errors import LockTimeout
 from .session import Session
 
 
-#: What ``Recorder.append`` returns, having written nothing, when HEAD is not the newest row.
+#: What ``Datastore.append`` returns, having written nothing, when HEAD is not the newest row.
 FOLLOWS_HEAD = object()
 
 
-class Recorder(ABC):
+class Datastore(ABC):
     """One database connection, guarded by a lock (a store is used by one thread at a time;
     the lock makes a second thread wait instead of corrupting a transaction)."""
 
@@ -151,6 +154,10 @@ class Recorder(ABC):
                 yield session
             finally:
                 self._rollback(session)
+
+
+#: The former name (what ``eventsourcing`` calls a recorder is a statement group here).
+Recorder = Datastore
 
 
 #: The longest wait either database takes as one setting (SQLite's busy_timeout and

@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 from .. import database, sqlite_file
 from ..errors import LockTimeout, MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation
 from . import search, search_waiting
-from .recorder import QueryResult, Recorder, wait_millis
+from .recorder import Datastore, QueryResult, wait_millis
 from .session import IntegrityViolation, Session
 
 
@@ -119,7 +119,7 @@ def _busy(error: sqlite3.OperationalError) -> bool:
     return (getattr(error, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY
 
 
-class SqliteRecorder(Recorder):
+class SqliteRecorder(Datastore):
     backend = "sqlite"
 
     def __init__(self, path: Path, *, durability: database.Durability = "normal", readonly: bool = False):
@@ -167,7 +167,7 @@ class SqliteRecorder(Recorder):
     @contextlib.contextmanager
     def writing(self, conversation_id: str | None = None, *, large: bool = False,
                 timeout: float | None = None) -> Iterator[Session]:
-        """As ``Recorder.writing``; a full disk or a read-only place is the library's one-line
+        """As ``Datastore.writing``; a full disk or a read-only place is the library's one-line
         error (the transaction was rolled back: nothing was written)."""
         # The connection keeps statement journals in memory (database.connect), and a
         # statement journals every page it frees: dropping a 1M-event search index held

@@ -30,7 +30,7 @@ from typing import Any, Iterator, Sequence
 from ...database import Location, connect_server, connect_timeout_of, judge_server
 from ...errors import ConnectionLost, ConnectTimeout, DatabaseUnreachable, LockTimeout, ServerFailure, \
     ServerLimitExceeded, StatementCancelled, StatementTimeout
-from ..recorder import FOLLOWS_HEAD, Recorder, wait_millis
+from ..recorder import FOLLOWS_HEAD, Datastore, wait_millis
 from ..session import Session
 from .dialect import (
     APPEND_ROWS,
@@ -72,7 +72,7 @@ def _with_options(url: str, settings: list[str]) -> str:
 
 
 
-class PostgresRecorder(Recorder):
+class PostgresRecorder(Datastore):
     """One connection to the server, replaced when the server ends it.
 
     Failures leave as the library's errors (``fail``): ``ConnectionLost``,

@@ -56,7 +56,7 @@ def append_sql(n: int) -> str:
         f"SELECT %s, n.next + v.k, {', '.join('v.' + c for c in APPEND_COLUMNS)} "
         "FROM (SELECT COALESCE(MAX(id), -1) + 1 AS next FROM event WHERE conversation_id = %s) n "
         f"CROSS JOIN (VALUES {', '.join([row] * n)}) AS v(k, {names}) "
-        # Nothing when the rows need parents of their own (Recorder.append, Session.append_point):
+        # Nothing when the rows need parents of their own (Datastore.append, Session.append_point):
         # HEAD was moved back, or the first row names a parent that is not the newest row.
         "WHERE (SELECT head FROM conversation WHERE id = %s) IS NULL AND (CAST(%s AS TEXT) IS NULL "
         "OR (SELECT uid FROM event WHERE conversation_id = %s AND id = n.next - 1) = CAST(%s AS TEXT)) "

@@ -96,7 +96,7 @@ class PostgresSession(Session):
     version: Any = None
     #: ``BEGIN ...`` not sent yet: it goes with the transaction's first statement.
     pending_begin: str | None = None
-    #: The transaction is a read (``Recorder.reading``).
+    #: The transaction is a read (``Datastore.reading``).
     reading = False
     #: A read without a transaction (``reading(snapshot=False)``): each statement stands alone.
     single = False
