@@ -11,7 +11,7 @@ The inputs are written once per (workload, size, seed) under ``<dir>/import`` an
     the ``kind`` key last, the ``.eventlog-len-N.marker`` and ``.eventlog.lock`` files, and
     ``base_state.json``. Condensations carry ``forgotten_event_ids`` (the own workload's
     ranges become the ids of the events they newly forget, as the SDK would list them);
-  * a JSONL file: one event's JSON per line, as ``export --format jsonl`` writes it.
+  * a JSONL file: one event's JSON per line, as ``export --file-format jsonl`` writes it.
 Before a (workload, size)'s runs its inputs are read once, untimed, so that every run finds
 them in the page cache (as an import of a folder an agent has just written does); after them
 they are dropped from the cache (``POSIX_FADV_DONTNEED``), so that the later runs find it as
