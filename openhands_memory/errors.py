@@ -145,6 +145,41 @@ class SeveralRevisions(SchemaError):
         )
 
 
+class NoDatabase(SchemaError, LookupError):
+    """A file to migrate that does not exist."""
+
+    def __init__(self, label: str):
+        super().__init__(f"{label}: no such database file")
+
+
+class NothingToMigrate(SchemaError):
+    """The file is empty: there is no schema to bring anywhere."""
+
+    def __init__(self, label: str):
+        super().__init__(f"{label} is empty: nothing to migrate (create it with `openhands-memory init {label}`)")
+
+
+class UnknownRevision(SchemaError, ValueError):
+    """A migration asked to a revision this library does not know; ``allowed`` says which it
+    knows ("one of 0001, 0002, ...")."""
+
+    def __init__(self, revision: str, allowed: str):
+        self.revision = revision
+        super().__init__(f"{revision!r} is not a revision ({allowed})")
+
+
+class WrongDirection(SchemaError):
+    """An upgrade asked to a revision older than the file's (a downgrade must be asked as one)."""
+
+    def __init__(self, label: str, current: str, target: str):
+        self.current, self.target = current, target
+        super().__init__(f"{label} is at {current}, newer than {target}")
+
+
+class MigrationFailed(SchemaError):
+    """A revision's own statements failed; the transaction was rolled back."""
+
+
 class PostgresUnavailable(OpenHandsMemoryError):
     """A postgresql:// URL was given, and psycopg 3 is not installed."""
 

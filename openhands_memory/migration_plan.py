@@ -14,40 +14,20 @@ from typing import Any, Callable, Literal
 
 from . import migrate
 from .database import Location, backup, revision_of
-from .errors import OpenHandsMemoryError, SchemaError, SchemaTooNew, StorageFault
+from .errors import (
+    MigrationFailed,
+    NoDatabase,
+    NothingToMigrate,
+    SchemaTooNew,
+    StorageFault,
+    UnknownRevision,
+    WrongDirection,
+)
 
 BASE = "base"  # the revision before the first: a downgrade to it removes every table
 
-
-class NoDatabase(OpenHandsMemoryError, LookupError):
-    def __init__(self, label: str):
-        super().__init__(f"{label}: no such database file")
-
-
-class NothingToMigrate(SchemaError):
-    """The file is empty: there is no schema to bring anywhere."""
-
-    def __init__(self, label: str):
-        super().__init__(f"{label} is empty: nothing to migrate (create it with `openhands-memory init {label}`)")
-
-
-class UnknownRevision(SchemaError, ValueError):
-    def __init__(self, revision: str, *, downgrade: bool):
-        self.revision = revision
-        known = ", ".join(migrate.REVISIONS)
-        super().__init__(f"{revision!r} is not a revision ({f'{BASE} or ' if downgrade else ''}one of {known})")
-
-
-class WrongDirection(SchemaError):
-    """An upgrade asked to a revision older than the file's (a downgrade must be asked as one)."""
-
-    def __init__(self, label: str, current: str, target: str):
-        self.current, self.target = current, target
-        super().__init__(f"{label} is at {current}, newer than {target}")
-
-
-class MigrationFailed(SchemaError):
-    """A revision's own statements failed; the transaction was rolled back."""
+__all__ = ["BASE", "Done", "MigrationFailed", "NoDatabase", "NothingToMigrate", "Plan", "UnknownRevision",
+           "WrongDirection", "plan", "run"]
 
 
 @dataclass(frozen=True)
@@ -107,13 +87,13 @@ def plan(db: str | Path, revision: str | None = None, *, downgrade: bool = False
         if revision is None:
             raise ValueError("a downgrade needs the revision to go back to")
         if revision != BASE and revision not in migrate.REVISIONS:
-            raise UnknownRevision(revision, downgrade=True)
+            raise UnknownRevision(revision, f"{BASE} or one of {', '.join(migrate.REVISIONS)}")
         stop = 0 if revision == BASE else migrate.REVISIONS.index(revision) + 1
         steps = tuple(reversed(migrate.REVISIONS[stop : migrate.REVISIONS.index(current) + 1]))
         return Plan(location, current, revision, "downgrade", steps)
     target = migrate.HEAD if revision in (None, "head") else revision
     if target not in migrate.REVISIONS:
-        raise UnknownRevision(str(revision), downgrade=False)
+        raise UnknownRevision(str(revision), f"one of {', '.join(migrate.REVISIONS)}")
     if migrate.REVISIONS.index(target) < migrate.REVISIONS.index(current):
         raise WrongDirection(location.label, current, target)
     return Plan(location, current, target, "upgrade", tuple(migrate.pending(current, target)))
