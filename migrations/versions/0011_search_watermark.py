@@ -9,7 +9,8 @@ per append, written by a trigger) until 1,024 waited. A conversation's events ar
 run of the primary key, in id order, so the queue only repeated what the ids say. Now
 ``search_state`` keeps each conversation's watermark (every searchable event up to it is
 indexed, none above it), and an append writes nothing for the index until its conversation is
-``FLUSH_AT`` events past the watermark (``storage/search.py``).
+``FLUSH_AT`` events past the watermark (``storage/search_watermark.py``, frozen as this
+revision and the next ones built it).
 
 Upgrade: what waited in the queue is indexed now, the watermark of each conversation is its
 newest event, and the queue goes. Downgrade: the events above each watermark are queued again,
@@ -32,7 +33,8 @@ def _indexed(bind) -> bool:
 
 
 def upgrade() -> None:
-    from openhands_memory.storage import search, search_queue, search_text_v1
+    from openhands_memory.storage import search_queue, search_text_v1
+    from openhands_memory.storage import search_watermark as search
 
     bind = op.get_bind()
     if not _indexed(bind):
@@ -52,7 +54,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    from openhands_memory.storage import search, search_queue
+    from openhands_memory.storage import search_queue
+    from openhands_memory.storage import search_watermark as search
 
     bind = op.get_bind()
     if not _indexed(bind):

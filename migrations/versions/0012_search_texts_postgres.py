@@ -30,7 +30,7 @@ depends_on: Union[str, Sequence[str], None] = None
 
 def _runner(bind):
     """Runs one statement with ``?`` placeholders (the library's SQL) on psycopg."""
-    from openhands_memory.storage.postgres.dialect import pyformat as _pyformat
+    from openhands_memory.storage.search_watermark import pyformat as _pyformat
 
     return lambda sql, params=(): bind.exec_driver_sql(_pyformat(sql), tuple(params)) if params \
         else bind.exec_driver_sql(sql)
@@ -38,7 +38,8 @@ def _runner(bind):
 
 def upgrade() -> None:
     from openhands_memory import migrate
-    from openhands_memory.storage import search, search_expression, search_text_v1
+    from openhands_memory.storage import search_expression, search_text_v1
+    from openhands_memory.storage import search_watermark as search
 
     bind = op.get_bind()
     if bind.dialect.name != 'postgresql':
@@ -52,7 +53,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    from openhands_memory.storage import search, search_expression
+    from openhands_memory.storage import search_expression
+    from openhands_memory.storage import search_watermark as search
 
     bind = op.get_bind()
     if bind.dialect.name != 'postgresql':

@@ -40,7 +40,7 @@ def _rebuild(bind, statement: str) -> None:
 
 
 def upgrade() -> None:
-    from openhands_memory.storage import search
+    from openhands_memory.storage import search_watermark as search
 
     bind = op.get_bind()
     if bind.dialect.name != 'postgresql':

@@ -29,7 +29,7 @@ depends_on: Union[str, Sequence[str], None] = None
 
 
 def _sqlite(bind, old: Callable[[str], str], new: Callable[[str], str], triggers: Sequence[str]) -> None:
-    from openhands_memory.storage import search
+    from openhands_memory.storage import search_watermark as search
 
     run = bind.exec_driver_sql
     if not search.sqlite_on(lambda sql, params=(): run(sql)):
@@ -47,7 +47,7 @@ def _sqlite(bind, old: Callable[[str], str], new: Callable[[str], str], triggers
 
 
 def _postgres(bind, functions: Sequence[str]) -> None:
-    from openhands_memory.storage import search
+    from openhands_memory.storage import search_watermark as search
 
     if search.postgres_on(lambda sql, params=(): bind.exec_driver_sql(sql)):
         for statement in functions:
@@ -55,7 +55,8 @@ def _postgres(bind, functions: Sequence[str]) -> None:
 
 
 def upgrade() -> None:
-    from openhands_memory.storage import search, search_text_v1
+    from openhands_memory.storage import search_text_v1
+    from openhands_memory.storage import search_watermark as search
 
     bind = op.get_bind()
     if bind.dialect.name == 'sqlite':
@@ -65,7 +66,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    from openhands_memory.storage import search, search_text_v1
+    from openhands_memory.storage import search_text_v1
+    from openhands_memory.storage import search_watermark as search
 
     bind = op.get_bind()
     if bind.dialect.name == 'sqlite':

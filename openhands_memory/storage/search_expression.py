@@ -2,13 +2,13 @@
 on ``event``, kept in every writing transaction, each spelling the event's text again.
 
 Frozen here for the migration that made it (0008) and the one that replaces it by a table of
-texts behind a watermark (0012, ``storage/search.py``): a migration must build what its
+texts behind a watermark (0012, ``search_watermark.py``): a migration must build what its
 revision built, not what the code builds today. Nothing else uses it.
 """
 
 from __future__ import annotations
 
-from .search import KIND_LIST, Progress, Run
+from .search_watermark import KIND_LIST, Progress, Run
 from .search_text_v1 import PG_FUNCTION
 
 WORDS_INDEX, GRAMS_INDEX = "ix_event_words", "ix_event_grams"

@@ -2,13 +2,13 @@
 (``search_pending``), flushed into the FTS5 tables by a trigger every ``FLUSH_AT`` events.
 
 Frozen here for the migrations that made it (0008, 0010) and the one that replaces it by a
-watermark (0011, ``storage/search.py``): a migration must build what its revision built, not
+watermark (0011, ``search_watermark.py``): a migration must build what its revision built, not
 what the code builds today. Nothing else uses it.
 """
 
 from __future__ import annotations
 
-from .search import GRAMS, KIND_LIST, SHIFT, WORDS, Progress, Run, _scalar
+from .search_watermark import GRAMS, KIND_LIST, SHIFT, WORDS, Progress, Run, _scalar
 from .search_text_v1 import sqlite_text
 
 

@@ -3,7 +3,7 @@
 Then SQLite's JSON functions ended a string at a NUL (the rest of it was never indexed), and
 PostgreSQL's ``ohm_search_text`` failed on one (``jsonb`` refuses ``\\u0000``), and with it the
 flush of the event's conversation, every append's; ``ohm_words`` failed on a text whose words
-do not fit in a ``tsvector``. Revision 0015 moved to ``storage/search.py``'s spelling
+do not fit in a ``tsvector``. Revision 0015 moved to ``search_watermark.py``'s spelling
 (``searchable.NUL_AS``).
 
 Frozen here for the migrations that built the index with it (0008 and 0010 through
@@ -14,7 +14,7 @@ contentless FTS5 table must be told the very text it indexed to take a document 
 
 from __future__ import annotations
 
-from .search import KEY_LIST, KIND_LIST, sqlite_triggers
+from .search_watermark import KEY_LIST, KIND_LIST, sqlite_triggers
 
 
 def sqlite_text(payload: str) -> str:
@@ -23,7 +23,7 @@ def sqlite_text(payload: str) -> str:
             f"WHERE type = 'text' AND key IN ({KEY_LIST}))")
 
 
-#: The triggers of revisions 0011 to 0014 (their structure is today's: only the text moved).
+#: The triggers of revisions 0011 to 0014 (their structure is 0015's: only the text moved).
 TRIGGERS = sqlite_triggers(sqlite_text)
 
 PG_FUNCTION = (
