@@ -7,7 +7,7 @@ from typing import Any, Iterable, Sequence
 
 from ... import ranges
 from ...ranges import Run
-from .driver import Driver, END, HIDDEN_LIVE, INSERT_CONDENSATION, INSERT_HIDDEN, INSERT_RANGE
+from .driver import END, HIDDEN_LIVE, INSERT_CONDENSATION, INSERT_HIDDEN, INSERT_RANGE, Driver
 
 
 class CondensationStatements(Driver):

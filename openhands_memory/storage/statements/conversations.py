@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ... import limits
-from .driver import Driver, _json, NEXT_SEARCH_KEY
+from .driver import NEXT_SEARCH_KEY, Driver, _json
 
 
 class ConversationStatements(Driver):

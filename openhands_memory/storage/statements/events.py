@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .driver import chunks, DEFERRED_EVENT_INDEXES, Driver, END, INSERT_EVENT
+from .driver import DEFERRED_EVENT_INDEXES, END, INSERT_EVENT, Driver, chunks
 
 
 class EventStatements(Driver):

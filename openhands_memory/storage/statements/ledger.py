@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .driver import Driver, INSERT_CALL
+from .driver import INSERT_CALL, Driver
 
 
 class LedgerStatements(Driver):

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from ...searchable import fold_nul
 from .. import search, search_waiting
 from ..search import SearchFilters
-from .driver import chunks, Driver
+from .driver import Driver, chunks
 
 
 class SearchStatements(Driver):

@@ -10,8 +10,6 @@ from ...ranges import Run
 from ..codec import EVENT_COLUMNS
 from .driver import (
     CHUNK,
-    chunks,
-    Driver,
     END,
     INSERT_RANGE,
     LOOP_EDGE,
@@ -20,6 +18,8 @@ from .driver import (
     PATH,
     TOOL_KIND_LIST,
     VIEW_ROW_COLUMNS,
+    Driver,
+    chunks,
 )
 
 

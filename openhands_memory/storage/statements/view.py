@@ -8,8 +8,6 @@ from typing import Any, Iterable, Iterator, Sequence
 from ...ranges import Run
 from .driver import (
     CHUNK,
-    chunks,
-    Driver,
     END,
     HIDDEN_LIVE,
     LAST_REQUEST,
@@ -20,6 +18,8 @@ from .driver import (
     TOOL_KIND_LIST,
     VIEW_ENDS,
     VIEW_ROW_COLUMNS,
+    Driver,
+    chunks,
 )
 
 
