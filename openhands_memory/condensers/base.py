@@ -93,10 +93,15 @@ class Condenser(ABC):
         """Who writes this strategy's summaries (or rankings): nobody, unless it asks a model."""
         return None
 
+    def token_limit(self) -> int | None:
+        """The most tokens the view may take before the strategy condenses: none, unless it
+        counts tokens (``RollingCondenser``)."""
+        return None
+
     def pin_limit(self) -> int | None:
         """The most tokens pinned events may take: ``pin_budget`` of the token limit, when
         the strategy has one."""
-        limit = self.token_limit() if hasattr(self, "token_limit") else None
+        limit = self.token_limit()
         return int(limit * self.pin_budget) if limit else None
 
     def handles_condensation_requests(self) -> bool:
