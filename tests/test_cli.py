@@ -19,27 +19,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from openhands_memory import migrate
 from openhands_memory.storage import hidden
 from openhands_memory.storage.sqlite import SqliteSession
-from openhands_memory.cli import cli
 from openhands_memory.conversation import EventStore
 
 from . import factories as f
+from .cli_runner import ENV, invoke, run
 from .test_io import CONV_ID, sdk_events, write_folder
 
 REPO = Path(__file__).resolve().parent.parent
-ENV = {"COLUMNS": "80", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-
-
-def run(*args: object, input: str | None = None, code: int = 0):
-    result = CliRunner().invoke(cli, [str(a) for a in args], input=input, env=ENV, catch_exceptions=False)
-    assert result.exit_code == code, f"exit {result.exit_code}, wanted {code}:\n{result.output}"
-    if code:
-        assert "Traceback" not in result.output
-    return result
 
 
 def digest(path: Path) -> str:
@@ -520,7 +510,7 @@ def test_request_condensation(demo_copy):
     data = json.loads(run("request-condensation", demo_copy, "demo", "--json").output)
     view = json.loads(run("view", demo_copy, "demo", "--json").output)
     assert view["unhandled_condensation_request"] and data["id"] == view["upto"]
-    result = CliRunner().invoke(cli, ["view", str(demo_copy), "demo"], env=ENV)
+    result = invoke("view", demo_copy, "demo")
     assert "a condensation was requested and not done yet" in result.output
 
 

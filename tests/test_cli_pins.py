@@ -12,15 +12,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from openhands_memory.cli import cli
 from openhands_memory.condensers import CONDENSER_TYPES
 from openhands_memory.conversation import EventStore
 from openhands_memory.events import ConversationStateUpdateEvent
 
 from . import factories as f
-from .test_cli import ENV, digest, narrow, run
+from .cli_runner import invoke, run
+from .test_cli import digest, narrow
 from .test_cli_tree import refused, table_rows
 
 CID = "pins-1"
@@ -57,11 +56,6 @@ def pinned(db) -> Path:
     run("pin", db, CID, 11, "--mode", "reinject", "--label", "plan")
     run("pin", db, CID, 20)
     return db
-
-
-def invoke(*args: object):
-    """stdout and stderr apart (notes go to stderr)."""
-    return CliRunner().invoke(cli, [str(a) for a in args], env=ENV, catch_exceptions=False)
 
 
 def events_in(db: Path) -> int:

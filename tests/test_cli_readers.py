@@ -19,20 +19,14 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from openhands_memory.cli import cli
 from openhands_memory.conversation import EventStore
 
 from . import factories as f
+from .cli_runner import ENV, invoke
 
 REPO = Path(__file__).resolve().parent.parent
-ENV = {"COLUMNS": "80", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 RUNAWAY = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT MAX(x) FROM c"
-
-
-def invoke(*args: object):
-    return CliRunner().invoke(cli, [str(a) for a in args], env=ENV)
 
 
 @pytest.fixture(scope="module")

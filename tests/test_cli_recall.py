@@ -13,15 +13,15 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from openhands_memory.cli import cli, commands_recall
+from openhands_memory.cli import commands_recall
 from openhands_memory.cli.commands_recall import MARK_CLOSE, MARK_OPEN, fit_snippet
 from openhands_memory.condensers import LLMSummarizingCondenser
 from openhands_memory.conversation import EventStore
 
 from . import factories as f
-from .test_cli import ENV, narrow, run
+from .cli_runner import invoke, run
+from .test_cli import narrow
 from .test_cli_tree import refused
 
 CID = "recall-1"
@@ -71,13 +71,6 @@ def condensation(built) -> int:
     return built[1]
 
 
-def invoke(*args: object, env: dict | None = None, color: bool = False):
-    result = CliRunner().invoke(cli, [str(a) for a in args], env={**ENV, **(env or {})}, color=color,
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result
-
-
 def hits(db: Path, *args: object, conv: str = CID) -> list[dict]:
     report = json.loads(run("search", db, conv, *args, "--json").output)
     assert report["conversation"] == conv
@@ -108,7 +101,7 @@ def test_help_of_each_recall_command_has_an_example(name):
 
 
 def test_search_finds_the_forgotten_error_by_a_word(db, condensation):
-    result = invoke("search", db, CID, "frobnicate_widget")
+    result = run("search", db, CID, "frobnicate_widget")
     narrow(result.stdout)
     lines = result.stdout.splitlines()
     assert lines[0] == f'{CID} · 1 hit for "frobnicate_widget" among forgotten events'
@@ -123,7 +116,7 @@ def test_search_finds_the_forgotten_error_by_a_word(db, condensation):
 
 def test_search_finds_it_by_a_fragment_of_an_identifier(db, condensation):
     assert len(FRAGMENT) == 12
-    out = invoke("search", db, CID, FRAGMENT).stdout
+    out = run("search", db, CID, FRAGMENT).stdout
     narrow(out)
     assert f"hidden by #{condensation}" in out
     assert f"{MARK_OPEN}{FRAGMENT}{MARK_CLOSE}" in out
@@ -134,7 +127,7 @@ def test_search_finds_it_by_a_fragment_of_an_identifier(db, condensation):
 
 def test_visible_does_not_find_it_and_all_does(db, condensation):
     assert hits(db, "frobnicate_widget", "--visible") == []
-    out = invoke("search", db, CID, "frobnicate_widget", "--visible").stdout
+    out = run("search", db, CID, "frobnicate_widget", "--visible").stdout
     assert out == f'no hits for "frobnicate_widget" among the events in view of {CID}\n'
     every = hits(db, "frobnicate_widget", "--all")
     assert [h["seq"] for h in every] == [RESULT]
@@ -195,16 +188,16 @@ def test_another_conversations_rows_never_appear(db):
 
 
 def test_no_hits_suggests_all_when_searching_forgotten_events(db):
-    out = invoke("search", db, CID, "zanzibar").stdout
+    out = run("search", db, CID, "zanzibar").stdout
     narrow(out)
     assert " ".join(out.split()) == (
         f'no hits for "zanzibar" among forgotten events of {CID} (--all searches the events in view too)')
-    out = invoke("search", db, CID, "zanzibar", "--all").stdout
+    out = run("search", db, CID, "zanzibar", "--all").stdout
     assert out == f'no hits for "zanzibar" on the whole branch of {CID}\n'
 
 
 def test_the_limit_is_said_when_reached(db):
-    out = invoke("search", db, CID, "parser", "--all", "-n", 3).stdout
+    out = run("search", db, CID, "parser", "--all", "-n", 3).stdout
     narrow(out)
     assert out.splitlines()[0].startswith(f'{CID} · 3 hits for "parser" on the whole branch (the best 3')
     body = out.splitlines()[-6:]
@@ -217,14 +210,14 @@ def test_the_limit_is_said_when_reached(db):
 def test_every_line_fits_the_terminal(db, columns):
     for args in (("frobnicate_widget",), (FRAGMENT,), ("parser", "--all"), ("parser", "--all", "-n", 50),
                  ("zanzibar",)):
-        narrow(invoke("search", db, CID, *args, env={"COLUMNS": str(columns)}).stdout, columns)
+        narrow(run("search", db, CID, *args, env={"COLUMNS": str(columns)}).stdout, columns)
     for seq in (CALL, RESULT, 1, 61):
-        narrow(invoke("show", db, CID, seq, env={"COLUMNS": str(columns)}).stdout, columns)
+        narrow(run("show", db, CID, seq, env={"COLUMNS": str(columns)}).stdout, columns)
 
 
 def test_on_a_terminal_the_match_is_highlighted_not_marked(db, monkeypatch):
     monkeypatch.setattr(commands_recall, "highlighting", lambda: True)
-    out = invoke("search", db, CID, "frobnicate_widget", color=True).stdout
+    out = run("search", db, CID, "frobnicate_widget", color=True).stdout
     assert "\x1b[7m" in out and "frobnicate_widget\x1b[0m" in out
     assert MARK_OPEN not in out
 
@@ -266,7 +259,7 @@ def test_fit_snippet_without_a_match_cuts_the_end():
 
 
 def test_show_prints_the_text_its_pair_and_neighbours(db):
-    result = invoke("show", db, CID, RESULT)
+    result = run("show", db, CID, RESULT)
     narrow(result.stdout)
     out = result.stdout
     assert out.startswith(f"#{RESULT} result of terminal")
@@ -274,14 +267,14 @@ def test_show_prints_the_text_its_pair_and_neighbours(db):
     last = out.splitlines()[-1]
     assert last.startswith(f"tool call: #{CALL} · forgotten · ")
     assert last.endswith(f"before: {RESULT - 2}, {RESULT - 1} · after: {RESULT + 1}, {RESULT + 2}")
-    call = invoke("show", db, CID, CALL).stdout.splitlines()[-1]
+    call = run("show", db, CID, CALL).stdout.splitlines()[-1]
     assert call.startswith(f"tool result: #{RESULT} · forgotten · ")
-    now = invoke("show", db, CID, 61).stdout.splitlines()[-1]
+    now = run("show", db, CID, 61).stdout.splitlines()[-1]
     assert now.startswith("tool call: #60 · in view · ") and now.endswith("before: 59, 60 · after: 62")
-    task = invoke("show", db, CID, 1, "--window", 0).stdout
+    task = run("show", db, CID, 1, "--window", 0).stdout
     assert "Fix the failing parser test" in task
     assert task.splitlines()[-1].endswith("before: none · after: none") and "tool" not in task.splitlines()[-1]
-    wide = invoke("show", db, CID, RESULT, "-w", 4).stdout
+    wide = run("show", db, CID, RESULT, "-w", 4).stdout
     narrow(wide)
     # Too long for one line: broken between its parts.
     assert wide.splitlines()[-2].startswith(f"tool call: #{CALL} · forgotten · ")
@@ -298,7 +291,7 @@ def test_show_json_is_the_librarys(db):
 
 
 def test_show_says_when_the_text_is_cut(db):
-    out = invoke("show", db, CID, RESULT, "--max-chars", 60).stdout
+    out = run("show", db, CID, RESULT, "--max-chars", 60).stdout
     narrow(out)
     assert "characters left out" in out
     assert "cut to 60 characters (--max-chars for more)" in " ".join(out.split())
@@ -318,7 +311,7 @@ def test_search_index_says_and_switches(tmp_path):
     assert "The search index is on." in run("search-index", db).output
     assert json.loads(run("search-index", db, "off", "--json").output) == {"search_index": "off", "changed": True}
     assert "already off" in run("search-index", db, "off").output
-    refusal = CliRunner().invoke(cli, ["search", str(db), CID, "KeyError"], env=ENV)
+    refusal = invoke("search", db, CID, "KeyError")
     assert refusal.exit_code == 1 and "search-index" in refusal.output and len(refusal.output.splitlines()) == 1
     assert "now on" in run("search-index", db, "on").output
     assert hits(db, "frobnicate_widget")

@@ -12,20 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from openhands_memory.cli import COMMANDS, cli
+from openhands_memory.cli import COMMANDS
 from openhands_memory import migrate
 from openhands_memory.conversation import EventStore
 
 from . import factories as f
+from .cli_runner import invoke
 
 REPO = Path(__file__).resolve().parent.parent
-ENV = {"COLUMNS": "80", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-
-
-def invoke(*args: object):
-    return CliRunner().invoke(cli, [str(a) for a in args], env=ENV)
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

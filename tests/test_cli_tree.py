@@ -17,13 +17,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from openhands_memory.cli import cli
 from openhands_memory.conversation import EventStore
 
 from . import factories as f
-from .test_cli import ENV, REPO, digest, narrow, run
+from .cli_runner import ENV, invoke, run
+from .test_cli import REPO, digest, narrow
 
 
 def build(db: Path | str, cid: str = "tree-1") -> None:
@@ -45,11 +44,6 @@ def db(tmp_path) -> Path:
     path = tmp_path / "tree.db"
     build(path)
     return path
-
-
-def invoke(*args: object):
-    """stdout and stderr apart (notes go to stderr)."""
-    return CliRunner().invoke(cli, [str(a) for a in args], env=ENV, catch_exceptions=False)
 
 
 def refused(db: Path, *args: object, code: int = 1) -> str:

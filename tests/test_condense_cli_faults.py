@@ -16,22 +16,16 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from openhands_memory.cli import cli
 from openhands_memory.llm import MAX_REPLY_CHARS
 from openhands_memory.conversation import EventStore
 
 from . import factories as f
+from .cli_runner import invoke
 from .llm_server import FakeLLMServer, fault_reply, text_reply
 
-ENV = {"COLUMNS": "80", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 FAULTS = ["429", "500", "503", "401", "400", "context_window", "malformed_json", "html", "empty",
           "empty_choices", "huge", "reset", "slow", "drip"]
-
-
-def invoke(*args: object):
-    return CliRunner().invoke(cli, [str(a) for a in args], env=ENV)
 
 
 def flat(text: str) -> str:

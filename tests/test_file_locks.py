@@ -21,15 +21,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from openhands_memory.cli import cli
 from openhands_memory.conversation import EventStore
 
 from . import factories as f
+from .cli_runner import invoke
 
 REPO = Path(__file__).resolve().parent.parent
-ENV = {"COLUMNS": "80", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 # Another process that, for each line it reads, opens a fresh store, does one thing and
 # closes it (the close is what deleted a WAL in use): "count CONV" prints the conversation's
@@ -196,7 +194,7 @@ def test_no_command_touches_the_files_of_a_database_a_store_holds_open(tmp_path,
     watch(db)
     try:
         for args in commands(db, tmp_path):
-            result = CliRunner().invoke(cli, [str(a) for a in args], env=ENV, catch_exceptions=False)
+            result = invoke(*args)
             assert result.exit_code == 0, f"{args}: {result.output}"
             assert not _touched, f"{' '.join(map(str, args[:1]))} touched the files outside SQLite: {_touched}"
             # The open store still writes where everyone reads.

@@ -23,11 +23,11 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from functools import partial
 from typing import Iterator
 
 import click
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -37,10 +37,9 @@ from openhands_memory.cli.params import MAX_COUNT, MAX_ID, Count, EventId, Numbe
 from openhands_memory.condensers import LLMSummarizingCondenser
 from openhands_memory.conversation import EventStore
 
+from . import cli_runner
 from . import factories as f
 
-ENV = {"COLUMNS": "80", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENHANDS_MEMORY_LLM_MODEL": None,
-       "OPENHANDS_MEMORY_LLM_API_BASE": None, "OPENHANDS_MEMORY_LLM_API_KEY": None}
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = '[condenser.small]\ntype = "amortized"\nmax_size = 8\nkeep_first = 2\n'
 PINNED = 1  # the task, pinned in the template
@@ -205,8 +204,9 @@ def files_in(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
-def invoke(args: list[str]):
-    return CliRunner().invoke(cli, args, env=ENV)
+# Every run's result as it came, an escaped exception included (clean_outcome shows it), and
+# no model named by the user's environment.
+invoke = partial(cli_runner.invoke, env=cli_runner.NO_MODEL_SETTINGS, catch_exceptions=True)
 
 
 def clean_outcome(result) -> None:
@@ -240,7 +240,7 @@ def workspace(template: Path, tmp_path: Path) -> Iterator[tuple[Path, dict[str, 
 
 def check_run(folder: Path, db_state, args: list[str]) -> None:
     before, around = db_state(), files_in(folder)
-    result = invoke(args)
+    result = invoke(*args)
     clean_outcome(result)
     if result.exit_code != 0:
         assert db_state() == before, args
@@ -261,7 +261,7 @@ def test_every_command_is_tried():
 def test_the_baseline_succeeds(template, tmp_path, command, spec):
     """The control: each baseline, as written, runs, so a refusal below is the value's."""
     with workspace(template, tmp_path) as (folder, places):
-        result = invoke(argv(command, spec, places))
+        result = invoke(*argv(command, spec, places))
         assert result.exit_code == 0, result.output[-2000:]
 
 
@@ -317,7 +317,7 @@ def test_hostile_values_end_cleanly(template, tmp_path, command, spec):
 def test_each_refusal_names_the_argument_and_what_it_takes(template, tmp_path, args, says):
     with workspace(template, tmp_path) as (folder, places):
         before = digest(folder / "agent.db")
-        result = invoke([a.format(**places) if "{" in a else a for a in args])
+        result = invoke(*(a.format(**places) if "{" in a else a for a in args))
         clean_outcome(result)
         assert result.exit_code == 1 and says in result.stderr, result.stderr
         assert digest(folder / "agent.db") == before
@@ -332,8 +332,8 @@ def test_counts_and_ids_at_their_limits_are_taken(template, tmp_path):
                      ["show", db, "c", "4", "--window", str(MAX_COUNT), "--max-chars", str(MAX_COUNT)],
                      ["history", db, "c", "--from", "0", "--to", str(MAX_ID)],
                      ["sql", db, "SELECT 1", "--max-rows", str(MAX_COUNT), "--timeout", "2147483"]):
-            assert invoke(args).exit_code == 0, args
-        result = invoke(["show", db, "c", str(MAX_ID)])
+            assert invoke(*args).exit_code == 0, args
+        result = invoke("show", db, "c", MAX_ID)
         assert result.exit_code == 1 and result.stderr == f"Error: conversation 'c' has no event {MAX_ID}\n"
 
 
@@ -419,7 +419,7 @@ def test_hostile_values_end_cleanly_on_postgresql(template, pg_template, postgre
 
     with workspace(template, tmp_path) as (folder, places):
         places = {**places, "db": url}
-        assert invoke(argv(name, spec, places)).exit_code == 0  # the control, on this server
+        assert invoke(*argv(name, spec, places)).exit_code == 0  # the control, on this server
 
         @settings(max_examples=8, deadline=None, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -15,21 +15,20 @@ import hashlib
 import json
 import os
 import shutil
+from functools import partial
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openhands_memory.cli import cli
 from openhands_memory.conversation import EventStore
 
+from . import cli_runner
 from . import factories as f
 
 CORPUS = Path(__file__).parent / "hostile"
 CASES = sorted(p.name for p in CORPUS.iterdir())
-ENV = {"COLUMNS": "80", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 EVENT_ID = "aaaaaaaa-0000-4000-8000-000000000009"
 
 
@@ -37,8 +36,8 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def invoke(*args: object, input: bytes | None = None):
-    return CliRunner().invoke(cli, [str(a) for a in args], input=input, env=ENV)
+# Every run's result as it came, an escaped exception included: refused() shows it.
+invoke = partial(cli_runner.invoke, catch_exceptions=True)
 
 
 def refused(result) -> str:

@@ -11,14 +11,12 @@ import shlex
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from openhands_memory.cli import cli
+from .cli_runner import invoke
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 DOCS = [README, REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
-ENV = {"COLUMNS": "80", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def fenced_block(text: str, heading: str) -> list[str]:
@@ -94,6 +92,6 @@ def test_the_command_line_examples_run_as_shown(tmp_path, monkeypatch):
     for line in lines:
         args = shlex.split(line, comments=True)
         assert args[0] == "openhands-memory", line
-        result = CliRunner().invoke(cli, args[1:], env=ENV)
+        result = invoke(*args[1:])
         assert result.exit_code == 0, f"{line}\n{result.output}"
         assert not re.search(r"^Error:", result.output, re.M), f"{line}\n{result.output}"

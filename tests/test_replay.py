@@ -14,11 +14,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openhands_memory.cli import cli
 from openhands_memory.condensers import (
     LLMSummarizingCondenser,
     NoOpCondenser,
@@ -31,17 +29,9 @@ from openhands_memory.replay.calls import model_calls
 from openhands_memory.replay.meter import first_difference
 
 from . import factories as f
+from .cli_runner import invoke, run
 from .llm_server import FakeLLMServer, text_reply
 from .sdk_shape import sdk_history
-
-ENV = {"COLUMNS": "80", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-
-
-def run(*args: object, code: int = 0, env: dict | None = None):
-    result = CliRunner().invoke(cli, [str(a) for a in args], env={**ENV, **(env or {})}, catch_exceptions=False)
-    assert result.exit_code == code, result.output
-    return result
-
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -238,13 +228,13 @@ def test_many_conversations_are_summed(sdk_db, tmp_path):
 ])
 def test_bad_input_is_one_line_and_exit_1_or_2(demo_db, args, message):
     before = digest(demo_db)
-    result = CliRunner().invoke(cli, ["replay", str(demo_db), *args], env=ENV)
+    result = invoke("replay", demo_db, *args)
     assert result.exit_code in (1, 2) and message in result.output
     assert digest(demo_db) == before
 
 
 def test_the_scratch_is_never_the_source(demo_db):
-    result = CliRunner().invoke(cli, ["replay", str(demo_db), "demo", "--scratch", str(demo_db)], env=ENV)
+    result = invoke("replay", demo_db, "demo", "--scratch", demo_db)
     assert result.exit_code == 1 and f"is the database {demo_db}, which this command reads" in result.output
 
 
@@ -286,9 +276,8 @@ def test_the_spending_limit_stops_a_replay(demo_db, tmp_path):
     server = FakeLLMServer(responder=priced).start()
     env = {"OPENHANDS_MEMORY_LLM_API_BASE": server.url, "OPENHANDS_MEMORY_LLM_API_KEY": "sk-test"}
     try:
-        result = CliRunner().invoke(cli, [
-            "replay", str(demo_db), "demo", "--type", "llm,max_size=80,keep_first=2", "--llm", "openai/gpt-4o",
-            "--scratch", str(tmp_path / "s.db"), "--max-cost", "0.01"], env={**ENV, **env})
+        result = invoke("replay", demo_db, "demo", "--type", "llm,max_size=80,keep_first=2", "--llm", "openai/gpt-4o",
+                        "--scratch", tmp_path / "s.db", "--max-cost", "0.01", env=env)
     finally:
         server.stop()
     assert result.exit_code == 1

@@ -12,14 +12,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
 from openhands.sdk.conversation.state import ConversationExecutionStatus
 from openhands.sdk.event import Condensation
 
-from openhands_memory.cli import cli
 from openhands_memory.inspection import doctor
 from openhands_memory.conversation import EventStore
 
+from ..cli_runner import invoke
 from .agent import open_conversation, scripted_server
 
 STEPS = 110
@@ -66,7 +65,7 @@ def test_agent_loop_is_rows_and_resumes_from_the_database(database_url, tmp_path
             assert db.base_state(str(cid)) is not None
 
         # The CLI sees the conversation as it is.
-        shown = CliRunner().invoke(cli, ["view", database_url, str(cid)[:8], "--json"])
+        shown = invoke("view", database_url, str(cid)[:8], "--json")
         assert shown.exit_code == 0, shown.output
         assert [e["event"]["id"] for e in json.loads(shown.output)["events"]] == view
         conversation.close()

@@ -13,21 +13,15 @@ import openhands.tools.browser_use  # noqa: F401
 import openhands.tools.file_editor  # noqa: F401
 import openhands.tools.task_tracker  # noqa: F401
 import openhands.tools.terminal  # noqa: F401
-from click.testing import CliRunner
 from openhands.sdk import LLM, Agent
 from openhands.sdk.conversation.state import ConversationState
 from openhands.sdk.event import Event, SystemPromptEvent
 from openhands.sdk.tool import Tool
 from openhands.sdk.workspace import LocalWorkspace
 
-from openhands_memory.cli import cli
 from openhands_memory.data import DEMO_CONVERSATION
 
-
-def _cli(*args: object) -> str:
-    result = CliRunner().invoke(cli, [str(a) for a in args], env={"COLUMNS": "80"})
-    assert result.exit_code == 0, result.output
-    return result.output
+from ..cli_runner import run
 
 
 def test_the_bundled_demo_is_the_sdks_json():
@@ -39,14 +33,14 @@ def test_the_bundled_demo_is_the_sdks_json():
 
 def test_the_demo_exported_is_a_folder_the_sdk_resumes(tmp_path: Path):
     db, folder = tmp_path / "demo.db", tmp_path / "exported"
-    _cli("demo", db)
-    _cli("export", db, "demo", "--format", "openhands", "-o", folder)
+    run("demo", db)
+    run("export", db, "demo", "--format", "openhands", "-o", folder)
     state_file = json.loads((folder / "base_state.json").read_text())
     agent = Agent(llm=LLM(model="gpt-4o", api_key="none", usage_id="agent"),
                   tools=[Tool(name=t["name"]) for t in state_file["agent"]["tools"]])
     state = ConversationState.create(id=UUID(state_file["id"]), agent=agent,
                                      workspace=LocalWorkspace(working_dir=str(tmp_path)), persistence_dir=str(folder))
     events = list(state.events)
-    exported = json.loads(_cli("sql", db, "SELECT COUNT(*) AS n FROM event", "--format", "json"))[0]["n"]
+    exported = json.loads(run("sql", db, "SELECT COUNT(*) AS n FROM event", "--format", "json").output)[0]["n"]
     assert len(events) == exported == 320
     assert isinstance(events[0], SystemPromptEvent) and len(events[0].tools) == 4

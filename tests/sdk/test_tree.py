@@ -21,7 +21,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from openhands.sdk import LLM, Agent, LocalConversation
 from openhands.sdk.context.view import View as SDKView
 from openhands.sdk.conversation.state import ConversationState
@@ -29,11 +28,11 @@ from openhands.sdk.event import Condensation, MessageEvent, ObservationEvent
 from openhands.sdk.workspace import LocalWorkspace
 from pydantic import SecretStr
 
-from openhands_memory.cli import cli
 from openhands_memory.conversation import EventStore
 from openhands_memory.inspection import doctor
 from openhands_memory.integrations.openhands_sdk import DatabaseFileStore, SDKCondenser
 from openhands_memory.io.sdk import export_folder
+from tests.cli_runner import invoke
 from tests.llm_server import FakeLLMServer, Reply
 
 # A rolling summary (the offline summarizer: no model call) every 16 events.
@@ -133,7 +132,7 @@ class Side:
         assert not leaked, f"{label}: the abandoned branch shows: {sorted(leaked)}"
         if not full:
             return want
-        shown = CliRunner().invoke(cli, ["view", self.database, cid[:8], "--json"])
+        shown = invoke("view", self.database, cid[:8], "--json")
         assert shown.exit_code == 0, shown.output
         assert [e["event"]["id"] for e in json.loads(shown.output)["events"]] == want, f"{label}: view --json"
         return want
