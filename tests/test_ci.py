@@ -30,7 +30,8 @@ def check(path: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-PASSED = [case("tests.test_contract", "test_views[sqlite]"), case("tests.test_contract", "test_views[postgresql]"),
+PASSED = [case("tests.test_store_on_both_backends", "test_views[sqlite]"),
+          case("tests.test_store_on_both_backends", "test_views[postgresql]"),
           case("tests.test_migrations", "test_postgres_upgrade_head_then_check")]
 
 
@@ -40,8 +41,8 @@ def test_server_backend_tests_that_ran_pass(tmp_path):
 
 
 @pytest.mark.parametrize("skipped, named", [
-    (case("tests.test_contract", "test_ids[postgresql]", skipped="no PostgreSQL server could be started"),
-     "tests.test_contract::test_ids[postgresql] (no PostgreSQL server could be started)"),
+    (case("tests.test_store_on_both_backends", "test_ids[postgresql]", skipped="no PostgreSQL server could be started"),
+     "tests.test_store_on_both_backends::test_ids[postgresql] (no PostgreSQL server could be started)"),
     (case("tests.test_cli_backends", "test_sql[postgresql]", skipped="psycopg is not installed"),
      "tests.test_cli_backends::test_sql[postgresql] (psycopg is not installed)"),
     (case("tests.test_query_plans", "test_plans", skipped="PostgreSQL: no server binaries"),
@@ -54,5 +55,5 @@ def test_a_skipped_server_backend_test_fails(tmp_path, skipped, named):
 
 
 def test_no_server_backend_test_at_all_fails(tmp_path):
-    done = check(report(tmp_path, case("tests.test_contract", "test_views[sqlite]")))
+    done = check(report(tmp_path, case("tests.test_store_on_both_backends", "test_views[sqlite]")))
     assert done.returncode == 1 and done.stderr.startswith("no PostgreSQL test ran (1 tests in ")

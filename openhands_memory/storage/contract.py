@@ -7,7 +7,7 @@ own contract: its methods and their signatures are what every backend's session 
 concrete where both backends share the SQL, overridden where a dialect differs; ``Driver``
 holds the hooks a backend implements. So there is no second list of signatures here: the
 contract is ``Session`` itself, and this module names its parts. Nothing above ``storage/``
-calls a session method that is not a statement (``tests/test_storage_contract.py`` checks
+calls a session method that is not a statement (``tests/test_session_statements.py`` checks
 that, that both backends' sessions keep ``Session``'s signatures, and runs the statements
 on both).
 """

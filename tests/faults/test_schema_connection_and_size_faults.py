@@ -1,4 +1,6 @@
-"""Smaller faults (issue 17, item 6): each was a lie or a leftover, each now one clear line."""
+"""Faults that each were a lie or a leftover and now are one clear line: a file holding two
+schema revisions, a model server that is not listening, and an event over the size limit,
+offered or already stored."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The storage contract at the session level (``storage/contract.py``), on both backends.
 
-``tests/test_contract.py`` runs the library (``EventStore``) against SQLite and PostgreSQL;
-this file holds the level below it to the contract: the statements a backend's session must
-run, called directly, and the written contract kept equal to what the library calls.
+``tests/test_store_on_both_backends.py`` runs the library (``EventStore``) against SQLite and
+PostgreSQL; this file holds the level below it to the contract: the statements a backend's
+session must run, called directly, and the written contract kept equal to what the library
+calls.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The storage contract: what every backend must do, run against SQLite and PostgreSQL.
+"""What every backend must do, through the library (``EventStore``), on SQLite and PostgreSQL.
 
 Each test gets a fresh, empty database of its backend (``database_url``): a file for SQLite,
 a new database on the suite's throwaway PostgreSQL server for PostgreSQL.
