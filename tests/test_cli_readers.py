@@ -1,4 +1,4 @@
-"""Reading commands beside writers, and `sql`'s limits (issue 12, items 2 and 3).
+"""Reading commands beside writers, and `sql`'s limits.
 
 * A reader never reports a healthy file as corrupt and never reads stale data while another
   process writes: tried with a real writer process that starts after the reader's check.

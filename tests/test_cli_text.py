@@ -1,6 +1,6 @@
-"""The command line's text (issue 12, items 4 and 6): examples in every --help, --json on
-every command, counts that agree, lines within 80 columns, migrate failures in one line,
-and the README's library example run twice."""
+"""The command line's text: examples in every --help, --json on every command, counts that
+agree, lines within 80 columns, migrate failures in one line, and the README's library
+example run twice."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The history-tree commands (issue 19's CLI part): branches, navigate, fork, `view --head`,
+"""The history-tree commands: branches, navigate, fork, `view --head`,
 and `history` marking the events off HEAD's path.
 
 Each command is checked in text and JSON against what the library says; bad input must end

@@ -414,7 +414,7 @@ def test_llm_config_env_reads_the_environment(tmp_path, monkeypatch):
     assert (llm.model, llm.api_base) == ("openai/test-model", "http://127.0.0.1:9/v1")
 
 
-# --- aliases (issue 12) ------------------------------------------------------------------------
+# --- aliases -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("alias, canonical", [

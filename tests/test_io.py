@@ -571,7 +571,7 @@ def test_json_list_of_events(tmp_path):
         assert [e.kind for e in store.conversation("list").view()] == ["SystemPromptEvent", "MessageEvent", "MessageEvent"]
 
 
-# --- history trees: branches and HEAD (issue 19) ---------------------------------------------------
+# --- history trees: branches and HEAD ------------------------------------------------------------
 
 
 def branched_sdk_events() -> tuple[list[dict], dict[str, list[int]]]:

@@ -296,7 +296,7 @@ def test_0003_turns_fragmented_hidden_unions_into_canonical_runs(tmp_path):
                 fragmented = max(fragmented, len(union))
                 conn.exec_driver_sql("UPDATE condensation SET hidden = ? WHERE conversation_id = ? AND id = ?",
                                      (json.dumps([list(r) for r in union]), cid, cond))
-        assert fragmented > 10  # the shape issue 9 measured
+        assert fragmented > 10  # the fragmented unions 0002 wrote, which 0003 must mend
     with engine.begin() as conn:
         migrate.upgrade(conn, "head")
     engine.dispose()

@@ -1,4 +1,4 @@
-"""Replay (issue 22): a recorded history run again under other strategies.
+"""Replay: a recorded history run again under other strategies.
 
 What a user relies on: the source is never written; the recorded run's own row is what it
 sent; a strategy replayed is what ``condense`` would have done step by step; masking sends

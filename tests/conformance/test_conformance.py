@@ -111,7 +111,7 @@ def summaries(ids: list[str]) -> list[str]:
     return [i for i in ids if i.endswith("-summary")]
 
 
-TREES = [c["id"] for c in CASES if "leaf" in c]  # branched histories (the SDK's tree, issue 19)
+TREES = [c["id"] for c in CASES if "leaf" in c]  # branched histories (the SDK's tree)
 LINEAR = [i for i in BY_ID if i not in set(TREES)]
 
 

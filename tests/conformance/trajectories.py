@@ -509,7 +509,7 @@ def generated(save_dir: str, n: int = 30) -> list[dict[str, Any]]:
     return cases
 
 
-# --- branched histories (the SDK's history tree, issue 19) --------------------------------------
+# --- branched histories (the SDK's history tree) -----------------------------------------------
 
 ROOT_PARENT_ID = "__root__"  # the SDK's parent_id for a new root (after navigate_to(None))
 NON_NODES = ("ConversationStateUpdateEvent",)  # appended with a parent, never HEAD

@@ -1,4 +1,4 @@
-"""`doctor --fix` beside a live agent (issue 17, item 2).
+"""`doctor --fix` beside a live agent.
 
 The fault: a writer process appends an action, runs its tool for 5 ms and appends the
 observation, again and again. `doctor --fix` used to check in a read snapshot and write an

@@ -1,6 +1,6 @@
-"""What `export --format openhands` writes, the OpenHands SDK loads with its own code (issue 17,
-item 6): the demo used to list its tools without the SDK's ``kind`` and give its browser page a
-url and title the SDK's BrowserObservation forbids, so the SDK refused the exported folder."""
+"""What `export --format openhands` writes, the OpenHands SDK loads with its own code: the
+demo used to list its tools without the SDK's ``kind`` and give its browser page a url and
+title the SDK's BrowserObservation forbids, so the SDK refused the exported folder."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""History trees with the real SDK (issue 19): a ``LocalConversation`` persisted through
+"""History trees with the real SDK: a ``LocalConversation`` persisted through
 ``DatabaseFileStore`` runs, ``navigate_to`` an earlier observation and runs a new branch,
 navigates to a message and to ``None`` (a new root), is resumed from the database and forked,
 on SQLite and on PostgreSQL, with and without an SDKCondenser (a rolling offline summary, so
