@@ -419,20 +419,20 @@ def test_import_export_round_trip_through_the_cli(tmp_path):
     assert f"imported {len(sdk_events())} events (1 condensation) from {folder} (OpenHands SDK folder)" in out
     assert f"conversation {CONV_ID}: the agent sees 6 events now" in out
     exported = tmp_path / "exported"
-    assert "OpenHands SDK layout" in run("export", one, CONV_ID[:8], "--format", "openhands", "-o", exported).output
+    assert "OpenHands SDK layout" in run("export", one, CONV_ID[:8], "--file-format", "openhands", "-o", exported).output
     assert run("import", two, exported, "--json").output
-    assert "already exists; import it under another id with --conversation" in run("import", two, exported, code=1).output
+    assert "already exists; import it under another id with --as" in run("import", two, exported, code=1).output
     for db in (one, two):
         assert run("view", db, CONV_ID, "--json").output == run("view", one, CONV_ID, "--json").output
         assert run("history", db, CONV_ID, "--json").output == run("history", one, CONV_ID, "--json").output
-    assert "already exists and is not an empty folder" in run("export", one, CONV_ID, "-f", "openhands", "-o", exported, code=1).output
+    assert "already exists and is not an empty folder" in run("export", one, CONV_ID, "--file-format", "openhands", "-o", exported, code=1).output
     lines = run("export", two, CONV_ID).output.splitlines()
     assert [json.loads(line)["id"] for line in lines] == [e["id"] for e in sdk_events()]
     target = tmp_path / "c.jsonl"
     assert f"exported {len(lines)} events to {target}" in run("export", two, CONV_ID, "-o", target).output
     assert "already exists" in run("export", two, CONV_ID, "-o", target, code=1).output
     run("export", two, CONV_ID, "-o", target, "--force")
-    data = json.loads(run("import", tmp_path / "three.db", target, "--conversation", "again", "--json").output)
+    data = json.loads(run("import", tmp_path / "three.db", target, "--as", "again", "--json").output)
     assert (data["conversation"], data["format"], data["events"]) == ("again", "jsonl", len(lines))
 
 

@@ -2,7 +2,7 @@
 
 A conversation whose early tool result holds a distinctive error is condensed with the
 offline summarizer, so that the error is forgotten: `search` must find it by a word and by
-a fragment of an identifier, say which condensation hid it, respect --visible/--all and the
+a fragment of an identifier, say which condensation hid it, respect --scope visible/all and the
 filters, and never show another conversation's rows; `show` must read it back with its tool
 call and the ids around it. Human output stays within the terminal's width.
 """
@@ -126,36 +126,36 @@ def test_search_finds_it_by_a_fragment_of_an_identifier(db, condensation):
 
 
 def test_visible_does_not_find_it_and_all_does(db, condensation):
-    assert hits(db, "frobnicate_widget", "--visible") == []
-    out = run("search", db, CID, "frobnicate_widget", "--visible").stdout
+    assert hits(db, "frobnicate_widget", "--scope", "visible") == []
+    out = run("search", db, CID, "frobnicate_widget", "--scope", "visible").stdout
     assert out == f'no hits for "frobnicate_widget" among the events in view of {CID}\n'
-    every = hits(db, "frobnicate_widget", "--all")
+    every = hits(db, "frobnicate_widget", "--scope", "all")
     assert [h["seq"] for h in every] == [RESULT]
     # "parser" is in every call: in view too, where --visible finds the newest ones.
-    visible = hits(db, "parser", "--visible", "--limit", 50)
+    visible = hits(db, "parser", "--scope", "visible", "--limit", 50)
     assert visible and all(h["hidden_by"] is None for h in visible)
     assert {h["seq"] for h in visible} == {h.seq for h in library(db, "parser", limit=50, scope="visible")}
     forgotten = hits(db, "parser", "--limit", 50)
     assert forgotten and all(h["hidden_by"] == condensation for h in forgotten)
     assert not {h["seq"] for h in visible} & {h["seq"] for h in forgotten}
-    assert {h["seq"] for h in hits(db, "parser", "--all", "--limit", 50)} == (
+    assert {h["seq"] for h in hits(db, "parser", "--scope", "all", "--limit", 50)} == (
         {h["seq"] for h in visible} | {h["seq"] for h in forgotten})
 
 
 def test_kind_and_tool_filter(db):
-    assert {h["kind"] for h in hits(db, "parser", "--all", "--kind", "action", "-n", 50)} == {"ActionEvent"}
+    assert {h["kind"] for h in hits(db, "parser", "--scope", "all", "--kind", "action", "-n", 50)} == {"ActionEvent"}
     assert hits(db, "frobnicate_widget", "--kind", "action") == []
     assert [h["seq"] for h in hits(db, "frobnicate_widget", "--kind", "ObservationEvent")] == [RESULT]
-    both = hits(db, "frobnicate_widget", "--all", "--kind", "action", "--kind", "observation")
+    both = hits(db, "frobnicate_widget", "--scope", "all", "--kind", "action", "--kind", "observation")
     assert [h["seq"] for h in both] == [RESULT]
-    tracker = hits(db, "parser", "--all", "--tool", "task_tracker", "-n", 50)
+    tracker = hits(db, "parser", "--scope", "all", "--tool", "task_tracker", "-n", 50)
     assert tracker and {h["tool"] for h in tracker} == {"task_tracker"}
     assert {h["seq"] for h in tracker} == {2 + 2 * i for i in range(0, 30, 7)}
     assert hits(db, "frobnicate_widget", "--tool", "task_tracker") == []
-    mixed = hits(db, "parser", "--all", "--tool", "task_tracker", "--tool", "terminal", "-n", 50)
+    mixed = hits(db, "parser", "--scope", "all", "--tool", "task_tracker", "--tool", "terminal", "-n", 50)
     # The 30 calls and the error's result; the task (a message, with no tool) is left out.
     assert sorted(h["seq"] for h in mixed) == sorted([2 + 2 * i for i in range(30)] + [RESULT])
-    assert 1 in {h["seq"] for h in hits(db, "parser", "--all", "-n", 50)}
+    assert 1 in {h["seq"] for h in hits(db, "parser", "--scope", "all", "-n", 50)}
 
 
 def test_time_filters(db):
@@ -175,40 +175,41 @@ def test_json_shape(db, condensation):
     start, end = hit["match"]
     assert hit["snippet"][start:end] == "KeyError"
     assert hit == json.loads(json.dumps(library(db, "KeyError")[0].to_dict()))
-    assert json.loads(run("search", db, CID, "KeyError", "--all", "--json").output)["scope"] == "all"
-    assert json.loads(run("search", db, CID, "KeyError", "--visible", "--json").output)["scope"] == "visible"
+    assert json.loads(run("search", db, CID, "KeyError", "--scope", "all", "--json").output)["scope"] == "all"
+    assert json.loads(run("search", db, CID, "KeyError", "--scope", "visible", "--json").output)["scope"] == "visible"
 
 
 def test_another_conversations_rows_never_appear(db):
-    assert hits(db, "zanzibar", "--all") == []
-    assert [h["seq"] for h in hits(db, "frobnicate_widget", "--all", "-n", 50)] == [RESULT]
+    assert hits(db, "zanzibar", "--scope", "all") == []
+    assert [h["seq"] for h in hits(db, "frobnicate_widget", "--scope", "all", "-n", 50)] == [RESULT]
     # The other conversation finds its own.
-    assert [h["seq"] for h in hits(db, "zanzibar", "--all", conv=OTHER)] == [0]
-    assert [h["seq"] for h in hits(db, "frobnicate_widget", "--all", conv=OTHER)] == [1]
+    assert [h["seq"] for h in hits(db, "zanzibar", "--scope", "all", conv=OTHER)] == [0]
+    assert [h["seq"] for h in hits(db, "frobnicate_widget", "--scope", "all", conv=OTHER)] == [1]
 
 
 def test_no_hits_suggests_all_when_searching_forgotten_events(db):
     out = run("search", db, CID, "zanzibar").stdout
     narrow(out)
     assert " ".join(out.split()) == (
-        f'no hits for "zanzibar" among forgotten events of {CID} (--all searches the events in view too)')
-    out = run("search", db, CID, "zanzibar", "--all").stdout
+        f'no hits for "zanzibar" among forgotten events of {CID} (--scope all searches the events in view too)')
+    out = run("search", db, CID, "zanzibar", "--scope", "all").stdout
     assert out == f'no hits for "zanzibar" on the whole branch of {CID}\n'
 
 
 def test_the_limit_is_said_when_reached(db):
-    out = run("search", db, CID, "parser", "--all", "-n", 3).stdout
+    out = run("search", db, CID, "parser", "--scope", "all", "-n", 3).stdout
     narrow(out)
     assert out.splitlines()[0].startswith(f'{CID} · 3 hits for "parser" on the whole branch (the best 3')
     body = out.splitlines()[-6:]
     assert [line.split()[0] for line in body[::2]] == ["60", "58", "56"]
     assert all(line.startswith("    ") and f"{MARK_OPEN}parser{MARK_CLOSE}" in line for line in body[1::2])
-    assert len(hits(db, "parser", "--all", "-n", 3)) == 3
+    assert len(hits(db, "parser", "--scope", "all", "-n", 3)) == 3
 
 
 @pytest.mark.parametrize("columns", [40, 60, 80, 120])
 def test_every_line_fits_the_terminal(db, columns):
-    for args in (("frobnicate_widget",), (FRAGMENT,), ("parser", "--all"), ("parser", "--all", "-n", 50),
+    for args in (("frobnicate_widget",), (FRAGMENT,), ("parser", "--scope", "all"),
+                 ("parser", "--scope", "all", "-n", 50),
                  ("zanzibar",)):
         narrow(run("search", db, CID, *args, env={"COLUMNS": str(columns)}).stdout, columns)
     for seq in (CALL, RESULT, 1, 61):
@@ -223,8 +224,6 @@ def test_on_a_terminal_the_match_is_highlighted_not_marked(db, monkeypatch):
 
 
 def test_search_refusals(db):
-    assert "give --all or --visible, not both" in refused(db, "search", db, CID, "x", "--all", "--visible",
-                                                          code=2)
     assert "not a searched kind" in refused(db, "search", db, CID, "x", "--kind", "bogus", code=1)
     assert "not an ISO date" in refused(db, "search", db, CID, "x", "--before", "yesterday", code=1)
     assert "--limit': '0' is not a whole number from 1" in refused(db, "search", db, CID, "x", "--limit", 0)

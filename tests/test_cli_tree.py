@@ -1,4 +1,4 @@
-"""The history-tree commands: branches, navigate, fork, `view --head`,
+"""The history-tree commands: branches, navigate, fork, `view --at`,
 and `history` marking the events off HEAD's path.
 
 Each command is checked in text and JSON against what the library says; bad input must end
@@ -77,7 +77,7 @@ def test_help_lists_the_tree_commands_with_examples():
         assert f"Example:\n    openhands-memory {name} agent.db" in sub
         assert "--json" in sub
         narrow(sub)
-    assert "--head N" in run("view", "--help").output
+    assert "--at N" in run("view", "--help").output
     narrow(out)
 
 
@@ -295,14 +295,14 @@ def test_fork_errors_write_nothing(db):
     with EventStore(db) as store:
         store.conversation("tree-1").navigate(None)
     assert refused(db, "fork", db, "tree-1", "--as", "x") == (
-        "Error: HEAD of tree-1 is empty: there is no path to fork (give --at SEQ)\n")
+        "Error: HEAD of tree-1 is empty: there is no path to fork (give --at N)\n")
     with EventStore(db) as store:
         store.create_conversation("empty")
     assert refused(db, "fork", db, "empty") == "Error: empty has no events: there is nothing to fork\n"
     assert sorted(c["id"] for c in json.loads(run("conversations", db, "--json").output)) == ["empty", "taken", "tree-1"]
 
 
-# --- view --head -------------------------------------------------------------------------------
+# --- view --at, on a branch -----------------------------------------------------------------------
 
 
 def test_view_head_shows_a_branch(db):
@@ -311,20 +311,20 @@ def test_view_head_shows_a_branch(db):
         expected = {n: [e.seq for e in conv.view(head=n)] for n in (4, 6)}
     assert expected == {4: [0, 1, 2, 3, 4], 6: [0, 1, 2, 5, 6]}
     for n in (4, 6):
-        data = json.loads(run("view", db, "tree-1", "--head", n, "--json").output)
+        data = json.loads(run("view", db, "tree-1", "--at", n, "--json").output)
         assert [e["id"] for e in data["events"]] == expected[n] and data["upto"] == n
-    assert json.loads(run("view", db, "tree-1", "--head", 6, "--json").output)["path"] == [[0, 2], [5, 6]]
-    assert json.loads(run("view", db, "tree-1", "--head", 4, "--json").output)["path"] is None
+    assert json.loads(run("view", db, "tree-1", "--at", 6, "--json").output)["path"] == [[0, 2], [5, 6]]
+    assert json.loads(run("view", db, "tree-1", "--at", 4, "--json").output)["path"] is None
     # HEAD is at 6: the plain view is that branch's.
-    assert run("view", db, "tree-1", "--json").output == run("view", db, "tree-1", "--head", 6, "--json").output
-    out = run("view", db, "tree-1", "--head", 6).output
+    assert run("view", db, "tree-1", "--json").output == run("view", db, "tree-1", "--at", 6, "--json").output
+    out = run("view", db, "tree-1", "--at", 6).output
     narrow(out)
     # Five ids on the path (not the seven up to 6): nothing left out.
-    assert out.splitlines()[0] == "tree-1 · view after event 6 (path 0..2, 5..6) · 5 events · 0 of 5 left out"
+    assert out.splitlines()[0] == "tree-1 · view as of event 6 (path 0..2, 5..6) · 5 events · 0 of 5 left out"
     assert [row[0] for row in table_rows(out)] == ["0", "1", "2", "5", "6"]
-    out = run("view", db, "tree-1", "--head", 4).output
-    assert out.splitlines()[0] == "tree-1 · view after event 4 · 5 events · 0 of 5 left out"
-    messages = json.loads(run("view", db, "tree-1", "--head", 4, "--format", "messages").output)
+    out = run("view", db, "tree-1", "--at", 4).output
+    assert out.splitlines()[0] == "tree-1 · view as of event 4 · 5 events · 0 of 5 left out"
+    messages = json.loads(run("view", db, "tree-1", "--at", 4, "--format", "messages").output)
     assert messages[-1]["role"] == "user" and "abandoned follow-up" in json.dumps(messages[-1])
 
 
@@ -346,8 +346,7 @@ def test_view_with_an_empty_head_and_bad_options(db):
     assert run("view", db, "tree-1").output == (
         "tree-1: HEAD is empty, so the view is too (the next event starts a new root)\n")
     assert json.loads(run("view", db, "tree-1", "--json").output)["events"] == []
-    assert "has events 0..6" in refused(db, "view", db, "tree-1", "--head", 7)
-    assert "give --at or --head, not both" in refused(db, "view", db, "tree-1", "--head", 4, "--at", 4, code=2)
+    assert "has events 0..6" in refused(db, "view", db, "tree-1", "--at", 7)
 
 
 # --- history -----------------------------------------------------------------------------------

@@ -174,11 +174,11 @@ def commands(db: Path, tmp: Path) -> list[list[str]]:
         ["init", db], ["migrate", db], ["conversations", db], ["stats", db], ["doctor", db],
         ["doctor", db, "--full"], ["sql", db, "SELECT COUNT(*) FROM event"],
         ["append", db, "c", str(lines)], ["view", db, "c"], ["history", db, "c"],
-        ["import", db, str(lines), "-c", "imported"], ["export", db, "c", "-o", str(tmp / "c.jsonl")],
+        ["import", db, str(lines), "--as", "imported"], ["export", db, "c", "-o", str(tmp / "c.jsonl")],
         ["branches", db, "c"], ["navigate", db, "c", "3"], ["fork", db, "c", "--as", "forked"],
         ["condense", db, "c", "-t", "llm", "-s", "max_size=6", "-s", "keep_first=1"],
         ["request-condensation", db, "c"], ["pin", db, "c", "1"], ["pins", db, "c"],
-        ["unpin", db, "c", "1"], ["replay", db, "c"], ["search", db, "c", "hello", "--all"],
+        ["unpin", db, "c", "1"], ["replay", db, "c"], ["search", db, "c", "hello", "--scope", "all"],
         ["show", db, "c", "0"], ["search-index", db, "off"], ["search-index", db, "on"],
         ["doctor", db, "--fix"], ["demo", str(tmp / "demo.db")],
     ]

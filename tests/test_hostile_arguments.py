@@ -93,7 +93,7 @@ INVOCATIONS: dict[str, tuple[list[tuple[Arg, ...]], list[Arg]]] = {
     "append": ([], [Slot("db", "{db}"), Slot("text", "c"), Slot("path", "{events}")]),
     "view": ([("--at", Slot("id", "12"))], [Slot("db", "{db}"), Slot("text", "c")]),
     "history": ([("--from", Slot("id", "2")), ("--to", Slot("id", "9"))], [Slot("db", "{db}"), Slot("text", "c")]),
-    "import": ([("-c", Slot("text", "imported"))], [Slot("db", "{db}"), Slot("path", "{events}")]),
+    "import": ([("--as", Slot("text", "imported"))], [Slot("db", "{db}"), Slot("path", "{events}")]),
     "export": ([("-o", Slot("path", "out.jsonl"))], [Slot("db", "{db}"), Slot("text", "c")]),
     "branches": ([], [Slot("db", "{db}"), Slot("text", "c")]),
     "navigate": ([], [Slot("db", "{db}"), Slot("text", "c"), Slot("id", "5")]),
@@ -105,7 +105,7 @@ INVOCATIONS: dict[str, tuple[list[tuple[Arg, ...]], list[Arg]]] = {
             [Slot("db", "{db}"), Slot("text", "c"), Slot("id", "17")]),
     "unpin": ([], [Slot("db", "{db}"), Slot("text", "c"), Slot("id", str(PINNED))]),
     "pins": ([("--at", Slot("id", "19"))], [Slot("db", "{db}"), Slot("text", "c")]),
-    "search": ([("--all",), ("--tool", Slot("text", "terminal")), ("--kind", Slot("text", "observation")),
+    "search": ([("--scope", "all"), ("--tool", Slot("text", "terminal")), ("--kind", Slot("text", "observation")),
                 ("--after", Slot("text", "2000-01-01")), ("-n", Slot("count", "3"))],
                [Slot("db", "{db}"), Slot("text", "c"), Slot("text", "frobnicate_widget")]),
     "show": ([("-w", Slot("count", "2")), ("--max-chars", Slot("count", "500"))],
@@ -113,14 +113,15 @@ INVOCATIONS: dict[str, tuple[list[tuple[Arg, ...]], list[Arg]]] = {
     # --model, --tokenizer and --llm name what litellm may fetch or call: only values refused
     # before any use go there. (The output paths, --scratch, --html and --svg, are
     # test_replay's.)
-    "replay": ([("-c", Slot("path", "{config}:small")), ("--model", Slot("encoding", "gpt-4o")),
-                ("--tokenizer", Slot("encoding", "gpt-4o")), ("--max-cost", Slot("number", "0.5"))],
+    "replay": ([("-c", Slot("path", "{config}")), ("--name", Slot("text", "small")),
+                ("--model", Slot("encoding", "gpt-4o")), ("--tokenizer", Slot("encoding", "gpt-4o")),
+                ("--max-cost", Slot("number", "0.5"))],
                [Slot("db", "{db}"), Slot("text", "c")]),
     "search-index": ([], [Slot("db", "{db}")]),
     "demo": ([], [Slot("encoding", "demo.db")]),
 }
 # The slot each --condense variant of the config reads: condense's --config and --name.
-CONDENSE_CONFIG = ([("--dry-run",), ("-c", Slot("path", "{config}")), ("-n", Slot("text", "small"))],
+CONDENSE_CONFIG = ([("--dry-run",), ("-c", Slot("path", "{config}")), ("--name", Slot("text", "small"))],
                    [Slot("db", "{db}"), Slot("text", "c")])
 
 
@@ -328,7 +329,7 @@ def test_counts_and_ids_at_their_limits_are_taken(template, tmp_path):
     line), the largest count is taken."""
     with workspace(template, tmp_path) as (folder, places):
         db = places["db"]
-        for args in (["search", db, "c", "frobnicate_widget", "--all", "--limit", str(MAX_COUNT)],
+        for args in (["search", db, "c", "frobnicate_widget", "--scope", "all", "--limit", str(MAX_COUNT)],
                      ["show", db, "c", "4", "--window", str(MAX_COUNT), "--max-chars", str(MAX_COUNT)],
                      ["history", db, "c", "--from", "0", "--to", str(MAX_ID)],
                      ["sql", db, "SELECT 1", "--max-rows", str(MAX_COUNT), "--timeout", "2147483"]):

@@ -78,7 +78,7 @@ def check_all_ways(db: Path, source: Path, tmp_path: Path) -> None:
     fresh = tmp_path / "fresh"
     fresh.mkdir(exist_ok=True)
     runs = [
-        ("import", db, source, "-c", "new"),
+        ("import", db, source, "--as", "new"),
         ("import", fresh / "new.db", source),
         ("append", db, "c", source),
         ("append", "--create", db, "new", source),
@@ -127,7 +127,7 @@ def test_corpus_as_sdk_event_file_is_refused_cleanly(db, tmp_path, name):
     data = lines[-1] if lines else b""
     folder = sdk_folder(tmp_path / "conv", data.replace(b"aaaaaaaa-0000-4000-8000-000000000001", EVENT_ID.encode()))
     before = digest(db)
-    refused(invoke("import", db, folder, "-c", "new"))
+    refused(invoke("import", db, folder, "--as", "new"))
     assert digest(db) == before
     refused(invoke("import", tmp_path / "new.db", folder))
     assert not (tmp_path / "new.db").exists()
@@ -137,7 +137,7 @@ def test_corpus_as_sdk_event_file_is_refused_cleanly(db, tmp_path, name):
 def test_event_file_linked_to_dev_zero_is_refused_at_once(db, tmp_path):
     folder = sdk_folder(tmp_path / "conv", link_to="/dev/zero")
     before = digest(db)
-    message = refused(invoke("import", db, folder, "-c", "new"))
+    message = refused(invoke("import", db, folder, "--as", "new"))
     assert "event-00001" in message and "not a regular file" in message
     assert digest(db) == before
     zero = tmp_path / "zero.jsonl"
@@ -242,7 +242,7 @@ def test_mutated_input_succeeds_or_fails_cleanly(db, tmp_path, data, via_stdin):
     if via_stdin:
         result = invoke("append", db, "c", input=data)
     else:
-        result = invoke("import", db, source, "-c", f"m{abs(hash(data))}")
+        result = invoke("import", db, source, "--as", f"m{abs(hash(data))}")
     if result.exit_code == 0:
         return
     refused(result)

@@ -214,7 +214,7 @@ def test_many_conversations_are_summed(sdk_db, tmp_path):
     with EventStore(many) as store:
         for k in range(3):
             store.create_conversation(f"c{k}").append_many(list(sdk_history(60, seed=k)))
-    data = json.loads(run("replay", many, "--all", "--type", "noop", "--json").output)
+    data = json.loads(run("replay", many, "--all-conversations", "--type", "noop", "--json").output)
     assert len(data["conversations"]) == 3
     total = data["totals"][1]["totals"]["input_tokens"]
     assert total == sum(c["strategies"][1]["totals"]["input_tokens"] for c in data["conversations"])

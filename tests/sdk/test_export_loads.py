@@ -34,7 +34,7 @@ def test_the_bundled_demo_is_the_sdks_json():
 def test_the_demo_exported_is_a_folder_the_sdk_resumes(tmp_path: Path):
     db, folder = tmp_path / "demo.db", tmp_path / "exported"
     run("demo", db)
-    run("export", db, "demo", "--format", "openhands", "-o", folder)
+    run("export", db, "demo", "--file-format", "openhands", "-o", folder)
     state_file = json.loads((folder / "base_state.json").read_text())
     agent = Agent(llm=LLM(model="gpt-4o", api_key="none", usage_id="agent"),
                   tools=[Tool(name=t["name"]) for t in state_file["agent"]["tools"]])
