@@ -1,4 +1,4 @@
-"""What `export --format openhands` writes, the OpenHands SDK loads with its own code: the
+"""What `export --file-format openhands` writes, the OpenHands SDK loads with its own code: the
 demo used to list its tools without the SDK's ``kind`` and give its browser page a url and
 title the SDK's BrowserObservation forbids, so the SDK refused the exported folder."""
 
