@@ -311,3 +311,20 @@ def test_replay_compares_several_sections_of_one_config(template, tmp_path, monk
 def test_a_strategy_chosen_in_a_shape_that_does_not_fit_is_a_usage_error(template, tmp_path, monkeypatch, args, says):
     result = run_in_copy(template, tmp_path / "a", monkeypatch, args)
     assert result.exit_code == 2 and says in result.stderr, result.output
+
+
+def test_every_example_in_every_help_parses_and_uses_no_old_spelling():
+    import shlex
+
+    group_ctx = click.Context(cli)
+    for name, command in commands().items():
+        text = command.get_help(click.Context(command, info_name=name, parent=group_ctx))
+        examples = [shlex.split(line.split("|")[-1].strip()) for line in text.splitlines()
+                    if line.strip().startswith("openhands-memory ") or "| openhands-memory " in line]
+        examples = [args[2:] for args in examples if args[1] == name]
+        assert examples, name
+        old = {o for option in options(command, hidden=True) for o in option.opts}
+        for args in examples:
+            assert not old & set(args), (name, args)
+            assert "table" not in args, (name, args)
+            command.make_context(name, list(args), parent=group_ctx)  # a usage error raises
