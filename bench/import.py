@@ -144,7 +144,7 @@ def import_once(work: Path, source: Path, n: int, index: str = "on") -> dict:
     remove_db(db)
     try:
         flags = ("--no-search-index",) if index == "off" else ()
-        result, _ = measure_process(cli("import", str(db), str(source), "-c", CONVERSATION, *flags),
+        result, _ = measure_process(cli("import", str(db), str(source), "--as", CONVERSATION, *flags),
                                     timeout=3600, env=child_env())
         if result["timed_out"]:
             raise RuntimeError(f"import of {source} timed out")
