@@ -24,7 +24,7 @@ PACKAGE = REPO / "openhands_memory"
 MIGRATIONS = REPO / "migrations"
 # What a build reads. It builds from a copy: built in place, it would write build/ and an
 # .egg-info into the checkout other runs are reading.
-BUILD_FILES = ("pyproject.toml", "setup.py", "README.md")
+BUILD_FILES = ("pyproject.toml", "README.md")
 BUILD_FOLDERS = ("openhands_memory", "migrations")
 
 
