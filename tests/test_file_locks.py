@@ -184,6 +184,13 @@ def commands(db: Path, tmp: Path) -> list[list[str]]:
     ]
 
 
+def test_the_list_holds_every_command(tmp_path):
+    """A new command joins the test below, or this fails."""
+    from openhands_memory.cli import COMMANDS
+
+    assert {args[0] for args in commands(tmp_path / "x.db", tmp_path)} == set(COMMANDS)
+
+
 def test_no_command_touches_the_files_of_a_database_a_store_holds_open(tmp_path, peer):
     db = tmp_path / "agent.db"
     store = EventStore(db)
