@@ -35,8 +35,9 @@ from .statements.tokens import TokenStatements
 from .statements.tree import TreeStatements
 from .statements.view import ViewStatements
 
-#: The statement groups, in the order ``Session`` composes them (``contract.py`` reads them).
+#: The statement groups ``Session`` is made of, in its bases' order (``contract.py`` reads them).
 GROUPS = (
+    InspectionQueries,
     ConversationStatements,
     EventStatements,
     CondensationStatements,
@@ -47,23 +48,10 @@ GROUPS = (
     LedgerStatements,
     ReplyStatements,
     SdkFileStatements,
-    InspectionQueries,
 )
 
 
-class Session(
-    InspectionQueries,
-    ConversationStatements,
-    EventStatements,
-    CondensationStatements,
-    ViewStatements,
-    SearchStatements,
-    TreeStatements,
-    TokenStatements,
-    LedgerStatements,
-    ReplyStatements,
-    SdkFileStatements,
-):
+class Session(*GROUPS):  # type: ignore[misc]
     """One transaction's statements, every group's over one driver. Made by a recorder's
     ``reading()`` or ``writing()``."""
 
