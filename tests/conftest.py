@@ -38,11 +38,11 @@ def pytest_collect_file(file_path, parent):
     """tests/sdk's collection in the SDK's environment starts as soon as its module is found,
     and goes on while the other modules are collected (tests/sdk_suite.py)."""
     if file_path.name == "test_openhands_sdk.py" and file_path.parent == Path(__file__).parent:
-        sdk_suite.start_collecting(sdk_suite.run_id(parent.config))
+        sdk_suite.start_collecting(sdk_suite.run_folder(parent.config))
 
 
 def pytest_sessionfinish(session):
-    sdk_suite.forget(sdk_suite.run_id(session.config))
+    sdk_suite.forget(sdk_suite.run_folder(session.config))
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)

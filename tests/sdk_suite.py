@@ -61,24 +61,26 @@ class Collected:
     missing: bool = False  # the problem is that there is no SDK environment here
 
 
-_RUN_ID = pytest.StashKey[str]()
+_RUN_FOLDER = pytest.StashKey[str]()
 
 
-def run_id(config: pytest.Config) -> str:
-    """One id for all the processes of one run: xdist's, or this session's own."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        return str(workerinput["testrunuid"])
-    return config.stash.setdefault(_RUN_ID, uuid.uuid4().hex)
+def run_folder(config: pytest.Config) -> str:
+    """The folder all the processes of one run share for the collection: under xdist, beside
+    the workers' own temporary folders in the run's (which pytest removes with old runs, so
+    a run killed midway leaves nothing for long); else one of this session's own."""
+    basetemp = config.option.basetemp if hasattr(config, "workerinput") else None
+    if basetemp:
+        return str(Path(basetemp).parent / "sdk-collection")
+    return config.stash.setdefault(_RUN_FOLDER, str(Path(tempfile.gettempdir()) / f"ohm-sdk-{uuid.uuid4().hex}"))
 
 
 def _folder(run: str) -> Path:
-    folder = Path(tempfile.gettempdir()) / f"ohm-sdk-{run}"
-    folder.mkdir(exist_ok=True)
+    folder = Path(run)
+    folder.mkdir(parents=True, exist_ok=True)
     return folder
 
 
-# run id -> (the collecting process, the lock this process holds until it has answered)
+# run folder -> (the collecting process, the lock this process holds until it has answered)
 _collecting: dict[str, tuple[subprocess.Popen, TextIO]] = {}
 
 
@@ -154,7 +156,7 @@ def forget(run: str) -> None:
         process.kill()
         process.wait()
         lock.close()
-    shutil.rmtree(Path(tempfile.gettempdir()) / f"ohm-sdk-{run}", ignore_errors=True)
+    shutil.rmtree(run, ignore_errors=True)
 
 
 def _parse(python: Path, code: int, output: str) -> Collected:

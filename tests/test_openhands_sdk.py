@@ -50,7 +50,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     global COLLECTED
     if "sdk_test" not in metafunc.fixturenames:
         return
-    COLLECTED = sdk_suite.collected(sdk_suite.run_id(metafunc.config))
+    COLLECTED = sdk_suite.collected(sdk_suite.run_folder(metafunc.config))
     if COLLECTED.ids:
         metafunc.parametrize("sdk_test", COLLECTED.ids, ids=[short(i) for i in COLLECTED.ids])
     else:
