@@ -180,8 +180,20 @@ def commands(db: Path, tmp: Path) -> list[list[str]]:
         ["request-condensation", db, "c"], ["pin", db, "c", "1"], ["pins", db, "c"],
         ["unpin", db, "c", "1"], ["replay", db, "c"], ["search", db, "c", "hello", "--scope", "all"],
         ["show", db, "c", "0"], ["search-index", db, "off"], ["search-index", db, "on"],
-        ["doctor", db, "--fix"], ["demo", str(tmp / "demo.db")],
+        ["doctor", db, "--fix"], ["demo", str(tmp / "demo.db")], ["serve", db],
     ]
+
+
+def serve_pages(db: Path) -> None:
+    """What ``serve`` does to the database: the inspector's app, every kind of page read
+    (uvicorn only carries the requests)."""
+    from starlette.testclient import TestClient
+
+    from openhands_memory.web import create_app
+
+    with TestClient(create_app(db)) as client:
+        for page in ("/", "/c/c", "/c/c/call/1", "/c/c/event/0", "/c/c/events", "/search?q=hello&c=c"):
+            assert client.get(page).status_code in (200, 404), page
 
 
 def test_the_list_holds_every_command(tmp_path):
@@ -201,8 +213,11 @@ def test_no_command_touches_the_files_of_a_database_a_store_holds_open(tmp_path,
     watch(db)
     try:
         for args in commands(db, tmp_path):
-            result = invoke(*args)
-            assert result.exit_code == 0, f"{args}: {result.output}"
+            if args[0] == "serve":
+                serve_pages(db)
+            else:
+                result = invoke(*args)
+                assert result.exit_code == 0, f"{args}: {result.output}"
             assert not _touched, f"{' '.join(map(str, args[:1]))} touched the files outside SQLite: {_touched}"
             # The open store still writes where everyone reads.
             before = len(conv)

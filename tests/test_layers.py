@@ -35,6 +35,7 @@ ROOTS = {NAME: REPO / NAME, f"{NAME}.migrations": REPO / "migrations"}
 # the package's own __init__) decides a module's layer.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the command line", ("cli",)),
+    ("the web inspector", ("web",)),
     ("the front door (the package's lazy exports)", ("",)),
     ("settings files and the SDK", ("config", "integrations")),
     ("strategies, models, import/export, inspection", (

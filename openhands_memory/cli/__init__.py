@@ -45,15 +45,17 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "show": ("commands_recall", "show", "Recall", "Read one event in full, with the ids around it."),
     "replay": ("commands_replay", "replay", "Condensing", "What other strategies would have sent and cost."),
     "search-index": ("commands_recall", "search_index", "Recall", "Switch the search index on or off."),
+    "serve": ("commands_serve", "serve", "Inspect", "A local web inspector: what the model saw at each call."),
     "demo": ("commands_demo", "demo", "Try it", "Build a demo database from a bundled agent session."),
 }
-SECTIONS = ("Database", "Events", "Branches", "Condensing", "Recall", "Try it")
+SECTIONS = ("Database", "Events", "Branches", "Condensing", "Recall", "Inspect", "Try it")
 
 EPILOG = """\
 Examples:
 
 \b
   openhands-memory demo
+  openhands-memory serve openhands-memory-demo.db --open
   openhands-memory view openhands-memory-demo.db demo
   openhands-memory import agent.db ~/.openhands/conversations/<id>
   openhands-memory condense agent.db <id> --dry-run

@@ -34,7 +34,9 @@ class EventStore:
     """One database: open or create it, then work with its conversations.
 
     ``path_or_url``: an SQLite file path, or a ``postgresql://`` URL. ``readonly``: open an
-    existing database for reading only (nothing is created or written). A store holds one
+    existing database for reading only (nothing is created or written). ``statement_timeout``:
+    seconds a read's statement may run on PostgreSQL before the server stops it (a page of
+    the web inspector must not hold a server's backend for long). A store holds one
     connection (see ``storage.Recorder``), so that it can tell its own writes from other
     processes' and a step pays for no pool checkout. Use one store per thread or process for
     parallel work.
@@ -47,9 +49,11 @@ class EventStore:
         durability: Durability = "normal",
         create: bool = True,
         readonly: bool = False,
+        statement_timeout: float | None = None,
     ):
         self.recorder: Recorder = open_recorder(
-            path_or_url, durability=durability, create=create, readonly=readonly
+            path_or_url, durability=durability, create=create, readonly=readonly,
+            statement_timeout=statement_timeout,
         )
         self.location = Location.parse(path_or_url)
 

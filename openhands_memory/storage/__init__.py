@@ -17,9 +17,11 @@ from .session import END, IntegrityViolation, Session
 
 def open_recorder(
     path_or_url: str | Path, *, durability: Durability = "normal", create: bool = True,
-    readonly: bool = False,
+    readonly: bool = False, statement_timeout: float | None = None,
 ) -> Datastore:
-    """``readonly``: never create or change anything (reading commands, inspection)."""
+    """``readonly``: never create or change anything (reading commands, inspection).
+    ``statement_timeout``: seconds after which PostgreSQL stops a statement of a read (a
+    local SQLite file has no server to hold)."""
     location = open_location(path_or_url, create=create and not readonly)
     if location.is_sqlite:
         from .sqlite import SqliteRecorder
@@ -28,7 +30,7 @@ def open_recorder(
         return SqliteRecorder(location.path, durability=durability, readonly=readonly)
     from .postgres import PostgresRecorder
 
-    return PostgresRecorder(location, create=create, readonly=readonly)
+    return PostgresRecorder(location, create=create, readonly=readonly, statement_timeout=statement_timeout)
 
 
 def read_only_query(path_or_url: str | Path, query: str, *, timeout: float, max_rows: int) -> QueryResult:

@@ -27,6 +27,7 @@ from .statements.driver import (
     chunks,
 )
 from .statements.events import EventStatements
+from .statements.inspector import InspectorStatements
 from .statements.ledger import LedgerStatements
 from .statements.replies import ReplyStatements
 from .statements.sdk_files import SdkFileStatements
@@ -48,6 +49,7 @@ GROUPS = (
     LedgerStatements,
     ReplyStatements,
     SdkFileStatements,
+    InspectorStatements,
 )
 
 

@@ -84,12 +84,17 @@ class PostgresRecorder(Datastore):
 
     backend = "postgresql"
 
-    def __init__(self, location: Location, *, create: bool = True, readonly: bool = False):
+    def __init__(self, location: Location, *, create: bool = True, readonly: bool = False,
+                 statement_timeout: float | None = None):
         super().__init__()
         self._closed = False
         self.location = location
         self.label = location.label
         self.readonly = readonly
+        # A read's BEGIN, with its statement timeout set for that transaction only (SET LOCAL:
+        # nothing of it outlives the transaction, as a pooler in transaction mode requires).
+        self.begin_read: str | tuple[str, ...] = BEGIN_READ if statement_timeout is None else (
+            BEGIN_READ, f"SET LOCAL statement_timeout = {max(1, int(statement_timeout * 1000))}")
         # Autocommit: transactions are begun explicitly, as on SQLite (or are a pipeline's
         # implicit one: see append). The session's settings travel with the start-up message,
         # which costs no round trip of its own.
@@ -269,7 +274,7 @@ class PostgresRecorder(Datastore):
         assert isinstance(session, PostgresSession)
         self._usable()
         session.active = True
-        session.pending_begin = BEGIN_READ
+        session.pending_begin = self.begin_read
         session.reading = True
 
     @contextmanager

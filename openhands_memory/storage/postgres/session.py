@@ -95,7 +95,7 @@ class PostgresSession(Session):
     #: The version the current write transaction left (set when it began; see the recorder).
     version: Any = None
     #: ``BEGIN ...`` not sent yet: it goes with the transaction's first statement.
-    pending_begin: str | None = None
+    pending_begin: str | tuple[str, ...] | None = None
     #: The transaction is a read (``Datastore.reading``).
     reading = False
     #: A read without a transaction (``reading(snapshot=False)``): each statement stands alone.
@@ -116,7 +116,7 @@ class PostgresSession(Session):
             if begin is None:
                 return self.conn.execute(self.sql(text), params)
             with self.conn.pipeline():  # BEGIN and this statement in one round trip
-                self.conn.execute(begin)
+                _send_begin(self.conn, begin)
                 return self.conn.execute(self.sql(text), params)
 
         return self.again_if_lost(send, begin)
@@ -130,7 +130,7 @@ class PostgresSession(Session):
         def send() -> list[Any]:
             with self.conn.pipeline():
                 if begin is not None:
-                    self.conn.execute(begin)
+                    _send_begin(self.conn, begin)
                 return [self.conn.execute(self.sql(text), params) for text, params in statements]
 
         cursors = self.again_if_lost(send, begin)
@@ -146,7 +146,7 @@ class PostgresSession(Session):
         results = self.run_all([*streamed, *statements])
         return _drained(results[: len(streamed)]), results[len(streamed):]
 
-    def again_if_lost(self, send: Callable[[], _T], begin: str | None) -> _T:
+    def again_if_lost(self, send: Callable[[], _T], begin: str | tuple[str, ...] | None) -> _T:
         """``send()``, translating a failure; a read that has taken no snapshot yet (its
         BEGIN goes with this statement) or takes none (a single statement) runs once more
         on a new connection after a connection loss. A read further into its transaction
@@ -168,7 +168,7 @@ class PostgresSession(Session):
         """Send a pending ``BEGIN`` on its own (before COPY, which no pipeline carries)."""
         if self.pending_begin is not None:
             begin, self.pending_begin = self.pending_begin, None
-            self.conn.execute(begin)
+            _send_begin(self.conn, begin)
 
     def last_seq(self, cid: str, upto: int = END) -> int:
         if upto == END and self.known_last is not None and self.known_last[0] == cid:
@@ -343,3 +343,9 @@ class PostgresSession(Session):
                 "UPDATE conversation SET version = version + 1 WHERE id = ? RETURNING version", (cid,)
             )
         return self.version
+
+
+def _send_begin(conn: Any, begin: str | tuple[str, ...]) -> None:
+    """A transaction's opening: BEGIN, and the settings it takes for itself (``SET LOCAL``)."""
+    for statement in (begin,) if isinstance(begin, str) else begin:
+        conn.execute(statement)

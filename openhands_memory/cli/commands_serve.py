@@ -1,0 +1,93 @@
+"""serve: the web inspector (openhands_memory/web) on a local port, read-only."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+import click
+
+from .opening import is_url, judge, shown
+from .output import echo_json
+from .params import DATABASE, TEXT, count
+from .vocabulary import output_format
+
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (0: a free port), or one line saying why not."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise click.ClickException(f"--host {host}: not an address this machine can listen on ({e.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    return sock
+
+
+@click.command()
+@click.argument("db", type=DATABASE)
+@click.option("--host", default="127.0.0.1", show_default=True, type=TEXT,
+              help="The address to listen on. Anything but loopback is warned about: there is no authentication.")
+@click.option("--port", default=8765, show_default=True, type=count(0), help="The port (0: any free one).")
+@click.option("--open", "open_browser", is_flag=True, help="Open the inspector in the default browser.")
+@output_format()
+def serve(db: str, host: str, port: int, open_browser: bool, fmt: str) -> None:
+    """Serve DB's web inspector: what the model saw at each call, what was forgotten, why,
+    and what it cost. Read-only: an agent may keep writing beside it; reload for the newest.
+
+    Pages: / (conversations), /c/ID (chart, condensations, branches, pins), /c/ID/call/N
+    (the view at model call N), /c/ID/event/SEQ, /c/ID/condensation/SEQ, /c/ID/events,
+    /search; each has a .json twin (/c/ID.json, /c/ID/call/N.json, …). --json prints the
+    address as a JSON line once the server listens.
+
+    \b
+    Example:
+      openhands-memory demo && openhands-memory serve openhands-memory-demo.db --open
+      openhands-memory serve postgresql://agents@db/memory --port 9000
+    """
+    if port > 65535:
+        raise click.ClickException(f"--port {port}: a port is at most 65535")
+    judge(db)
+    from ..web import create_app
+
+    app = create_app(db)
+    sock = bound_socket(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
+    url = f"http://{shown_host}:{bound_port}/"
+    if not is_loopback(host):
+        click.echo(f"Warning: listening on {host}: anyone who can reach port {bound_port} reads every "
+                   "conversation (the inspector has no authentication)", err=True)
+    if fmt == "json":
+        echo_json({"url": url, "database": shown(db), "backend": "postgresql" if is_url(db) else "sqlite"})
+    else:
+        click.echo(f"Serving {shown(db)} at {url} (read-only; Ctrl-C stops it)")
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    server = uvicorn.Server(config)
+    if open_browser:
+        import threading
+        import webbrowser
+
+        threading.Timer(0.5, webbrowser.open, args=(url,)).start()
+    server.run(sockets=[sock])

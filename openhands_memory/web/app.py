@@ -1,0 +1,244 @@
+"""The inspector's ASGI app: routes, read-only stores, templates, and the headers that keep a
+history's untrusted text inert.
+
+Every page is rendered on the server from ``pages.py``'s models and has a ``.json`` twin
+with the same model. Handlers are plain functions: Starlette runs them in its thread pool,
+and each thread reads through a read-only store of its own (a store holds one connection,
+which is not shared between threads).
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import asynccontextmanager
+import threading
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..errors import OpenHandsMemoryError
+from . import pages
+from .timeline import Timelines
+
+HERE = Path(__file__).resolve().parent
+
+#: What a page may load: its own script and style, nothing inline, nothing from elsewhere.
+#: Histories hold tool output and web pages; even a ``<script>`` that escaped escaping
+#: would not run.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+           "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+
+
+class Stores:
+    """A read-only store per thread over one database, all closed with the app."""
+
+    def __init__(self, location: str | Path, statement_timeout: float):
+        self.location = location
+        self.statement_timeout = statement_timeout
+        self._local = threading.local()
+        self._all: list[Any] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        store = getattr(self._local, "store", None)
+        if store is None:
+            from ..conversation import EventStore
+
+            store = EventStore(self.location, create=False, readonly=True,
+                               statement_timeout=self.statement_timeout)
+            self._local.store = store
+            with self._lock:
+                self._all.append(store)
+        return store
+
+    def close(self) -> None:
+        with self._lock:
+            stores, self._all = self._all, []
+        for store in stores:
+            store.close()
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
+                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env.filters["q"] = lambda s: quote(str(s), safe="")
+    env.filters["num"] = lambda v: "–" if v is None else f"{v:,}"
+    env.filters["usd"] = lambda v: "–" if v is None else f"${v:,.4f}"
+    env.globals["query"] = lambda **kw: urlencode({k: v for k, v in kw.items() if v not in (None, "", ())}, doseq=True)
+    env.globals["chart"] = chart
+    env.globals["bar"] = makeup_bar
+    return env
+
+
+def chart(points: list[pages.ChartPoint], marks: list[int], limit: int | None, cid: str,
+          width: int = 880, height: int = 240) -> dict[str, Any]:
+    """The input-tokens chart's geometry: points, condensation marks and the limit line, in
+    an SVG's coordinates (the template draws them; every value is a number)."""
+    left, right, top, bottom = 60, 10, 10, 30
+    if not points:
+        return {"width": width, "height": height, "empty": True}
+    x_max = max(points[-1].call, 1)
+    y_max = max([p.tokens for p in points] + [limit or 0, 1])
+    y_top = _nice(y_max)
+
+    def x(call: float) -> float:
+        return round(left + (width - left - right) * (call - 1) / max(x_max - 1, 1), 1)
+
+    def y(v: float) -> float:
+        return round(top + (height - top - bottom) * (1 - v / y_top), 1)
+
+    ticks = [(y(v), f"{v:,}") for v in (0, y_top // 2, y_top)]
+    return {
+        "width": width, "height": height, "empty": False, "left": left, "bottom": height - bottom,
+        "right": width - right, "top": top,
+        "line": " ".join(f"{x(p.call)},{y(p.tokens)}" for p in points),
+        "dots": [(x(p.call), y(p.tokens), p.call, p.tokens, f"/c/{quote(cid, safe='')}/call/{p.call}")
+                 for p in (points if len(points) <= 200 else [])],
+        "marks": [x(m) for m in marks if m <= x_max],
+        "limit": None if not limit else y(limit), "limit_text": None if not limit else f"limit {limit:,}",
+        "ticks": ticks, "x_max": x_max,
+    }
+
+
+def _nice(v: int) -> int:
+    """A round number at or above ``v``, for an axis's top."""
+    step = 10 ** max(int(math.log10(max(v, 1))), 0)
+    return int(math.ceil(v / step) * step)
+
+
+def makeup_bar(makeup: dict[str, int], width: int = 880) -> list[tuple[float, float, str, int, int]]:
+    """The context's make-up by kind as bar segments: (x, width, kind, tokens, colour index)."""
+    total = sum(makeup.values()) or 1
+    out, at = [], 0.0
+    for k, (kind, tokens) in enumerate(sorted(makeup.items(), key=lambda kv: -kv[1])):
+        w = width * tokens / total
+        out.append((round(at, 1), round(w, 1), kind, tokens, k % 8))
+        at += w
+    return out
+
+
+def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Starlette:
+    """The inspector over the database at ``location`` (a file path or a URL), read-only.
+    ``statement_timeout``: seconds a PostgreSQL statement may run before it is stopped."""
+    stores = Stores(location, statement_timeout)
+    timelines = Timelines()
+    env = _environment()
+
+    def page(template: str, build: Callable[[Request], Any]) -> Callable[[Request], Response]:
+        def html(request: Request) -> Response:
+            model = build(request)
+            body = env.get_template(template).render(page=model, request=request, db=_label(location))
+            return HTMLResponse(body, headers=HEADERS)
+
+        def as_json(request: Request) -> Response:
+            return JSONResponse(build(request).model_dump(mode="json"), headers=HEADERS)
+
+        return html, as_json  # type: ignore[return-value]
+
+    def store() -> Any:
+        return stores.get()
+
+    def index(r: Request) -> pages.IndexPage:
+        return pages.index_page(store(), timelines, r.query_params.get("after", ""), r.query_params.get("q"))
+
+    def conversation(r: Request) -> pages.ConversationPage:
+        return pages.conversation_page(store(), timelines, r.path_params["cid"],
+                                       _int(r.query_params.get("cond_after"), -1))
+
+    def call(r: Request) -> pages.CallPage:
+        return pages.call_page(store(), timelines, r.path_params["cid"], r.path_params["n"],
+                               _int(r.query_params.get("forgot_before"), None))
+
+    def event(r: Request) -> pages.EventPage:
+        return pages.event_page(store(), timelines, r.path_params["cid"], r.path_params["seq"])
+
+    def condensation(r: Request) -> pages.CondensationPage:
+        return pages.condensation_page(store(), timelines, r.path_params["cid"], r.path_params["seq"])
+
+    def events(r: Request) -> pages.EventsPage:
+        kinds = tuple(k for v in r.query_params.getlist("kind") for k in v.split(",") if k)
+        return pages.events_page(store(), r.path_params["cid"], _int(r.query_params.get("after"), -1), kinds)
+
+    def search(r: Request) -> pages.SearchPage:
+        q = r.query_params
+        return pages.search_page(store(), timelines, q.get("q", ""), q.get("c") or None, q.get("scope", "all"))
+
+    routes = []
+    for path, template, build in (
+        ("/", "index.html", index),
+        ("/search", "search.html", search),
+        ("/c/{cid}/call/{n:int}", "call.html", call),
+        ("/c/{cid}/event/{seq:int}", "event.html", event),
+        ("/c/{cid}/condensation/{seq:int}", "condensation.html", condensation),
+        ("/c/{cid}/events", "events.html", events),
+        ("/c/{cid}", "conversation.html", conversation),
+    ):
+        html, as_json = page(template, build)
+        routes.append(Route("/index.json" if path == "/" else f"{path}.json", as_json))
+        routes.append(Route(path, html))
+    def goto_call(r: Request) -> Response:
+        """The conversation page's "go to call" box, without JavaScript."""
+        n = _int(r.query_params.get("n"), None)
+        target = f"/c/{quote(r.path_params['cid'], safe='')}" + (f"/call/{n}" if n is not None else "")
+        return RedirectResponse(target, status_code=303, headers=HEADERS)
+
+    routes.insert(0, Route("/c/{cid}/call/", goto_call))
+    routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))
+
+    def missing(request: Request, exc: Exception) -> Response:
+        message = str(exc) if isinstance(exc, (pages.Missing, OpenHandsMemoryError)) else "no such page"
+        if request.url.path.endswith(".json"):
+            return JSONResponse({"error": message}, status_code=404, headers=HEADERS)
+        body = env.get_template("missing.html").render(message=message, request=request, db=_label(location))
+        return HTMLResponse(body, status_code=404, headers=HEADERS)
+
+    def refused(request: Request, exc: Exception) -> Response:
+        message = " ".join(str(exc).split())
+        if request.url.path.endswith(".json"):
+            return JSONResponse({"error": message}, status_code=400, headers=HEADERS)
+        body = env.get_template("missing.html").render(message=message, request=request, db=_label(location))
+        return HTMLResponse(body, status_code=400, headers=HEADERS)
+
+    from ..errors import ConversationNotFound, EventNotFound
+
+    app = Starlette(
+        routes=routes,
+        exception_handlers={404: missing, pages.Missing: missing, ConversationNotFound: missing,
+                            EventNotFound: missing, OpenHandsMemoryError: refused},
+        lifespan=_closing(stores),
+    )
+    app.state.stores = stores
+    return app
+
+
+def _closing(stores: Stores) -> Any:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            stores.close()
+
+    return lifespan
+
+
+def _int(value: str | None, default: Any) -> Any:
+    try:
+        return int(value) if value not in (None, "") else default
+    except ValueError:
+        return default
+
+
+def _label(location: str | Path) -> str:
+    from ..location import Location
+
+    return Location.parse(location).label

@@ -1,0 +1,592 @@
+"""What each page of the inspector shows, as data: the HTML templates render these models,
+and each page's ``.json`` twin is the same model dumped.
+
+Every builder reads through a read-only store and asks the library for its answers (the
+view at an event, the history, the branches, pins, search); the inspector's own statements
+(``storage/statements/inspector.py``) add only what pages list a page at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from .. import ranges
+from ..errors import EventNotFound
+from ..inspection.branches import tree_order
+from ..inspection.history import first_hiders, history, on_path
+from ..storage.codec import decode
+from ..view.rendering import clip, describe
+from .timeline import CHARS_PER_TOKEN, Sweep, Timelines, call_at, sampled
+
+if TYPE_CHECKING:
+    from ..conversation import Conversation, EventStore
+    from ..events import Event
+
+#: Characters of an event's text shown in lists; the event's own page shows it whole.
+LIST_TEXT = 2_000
+CONVERSATIONS_PAGE = 50
+EVENTS_PAGE = 200
+CONDENSATIONS_PAGE = 50
+FORGOTTEN_GROUPS_PAGE = 10
+FORGOTTEN_EVENTS_SHOWN = 20
+VIEW_HEAD, VIEW_TAIL = 40, 400  # a view longer than both is shown by its ends, paged between
+CHART_POINTS = 1_000
+
+
+class Missing(LookupError):
+    """What a URL names does not exist: the page says what is missing (HTTP 404)."""
+
+
+# --- the list of conversations ------------------------------------------------------------
+
+
+class ConversationItem(BaseModel):
+    id: str
+    created_at: str
+    events: int
+    calls: int
+    condensations: int
+    branches: int
+    pins: int
+    last_activity: str | None
+
+
+class IndexPage(BaseModel):
+    conversations: list[ConversationItem]
+    q: str | None
+    after: str | None
+    next_after: str | None
+
+
+def index_page(store: "EventStore", timelines: Timelines, after: str = "", q: str | None = None) -> IndexPage:
+    with store.reading() as db:
+        rows = db.conversation_page(after, CONVERSATIONS_PAGE + 1, q or None)
+    more = len(rows) > CONVERSATIONS_PAGE
+    items = []
+    for cid, created, _meta, _head, last in rows[:CONVERSATIONS_PAGE]:
+        sweep = _sweep(store, timelines, cid)
+        with store.reading() as db:
+            conds, jumps, pins = db.conversation_counts(cid)
+            stamp = db.timestamp_of(cid, last) if last is not None else None
+        items.append(ConversationItem(
+            id=cid, created_at=created, events=0 if last is None else last + 1, calls=len(sweep.calls),
+            condensations=conds, branches=jumps + 1 if last is not None else 0, pins=pins, last_activity=stamp,
+        ))
+    return IndexPage(conversations=items, q=q, after=after or None,
+                     next_after=items[-1].id if more and items else None)
+
+
+# --- one conversation ---------------------------------------------------------------------
+
+
+class ChartPoint(BaseModel):
+    call: int
+    seq: int
+    tokens: int
+
+
+class CondensationItem(BaseModel):
+    seq: int
+    strategy: str | None
+    reason: str | None
+    forgotten: int
+    forgotten_ranges: str
+    tokens_before: int | None
+    tokens_after: int | None
+    summary: bool
+    cost_usd: float | None
+    before_call: int
+
+
+class BranchItem(BaseModel):
+    leaf: int
+    length: int
+    fork: int | None
+    head: bool
+    drawing: str
+    path: str
+
+
+class PinItem(BaseModel):
+    seq: int
+    mode: str
+    at: int
+    label: str | None
+
+
+class ConversationPage(BaseModel):
+    id: str
+    metadata: dict[str, Any]
+    events: int
+    head: int | None
+    calls: int
+    condensation_count: int
+    estimated_tokens: int  # events whose tokens are estimated, not counted
+    chart: list[ChartPoint]
+    marks: list[int]  # the calls each condensation came before
+    context_limit: int | None
+    summarizer_cost_usd: float
+    condensations: list[CondensationItem]
+    condensations_after: int | None
+    condensations_next: int | None
+    branches: list[BranchItem]
+    pins: list[PinItem]
+
+
+def _sweep(store: "EventStore", timelines: Timelines, cid: str, path: list[ranges.Run] | None = None) -> Sweep:
+    timeline = timelines.get(cid)
+    with timeline.lock:
+        with store.reading() as db:
+            timeline.refresh(db)
+            if path is None:
+                path = db.path(cid)
+        return timeline.sweep(path)
+
+
+def open_conversation(store: "EventStore", cid: str) -> "Conversation":
+    if not store.has_conversation(cid):
+        raise Missing(f"no conversation {cid!r} in this database")
+    return store.conversation(cid)
+
+
+def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_after: int = -1) -> ConversationPage:
+    conv = open_conversation(store, cid)
+    sweep = _sweep(store, timelines, cid)
+    timeline = timelines.get(cid)
+    head = conv.head
+    with store.reading() as db:
+        last = db.last_seq(cid)
+        costs = db.summarizer_cost_by_condensation(cid)
+        sizes = db.condensation_sizes(cid, cond_after)[: CONDENSATIONS_PAGE + 1]
+        runs = {seq: db.ranges_of(cid, seq) for seq, *_ in sizes[:CONDENSATIONS_PAGE]}
+        cond_count = db.condensation_count(cid)
+        limit_config = db.condensation_detail(cid, sizes[-1][0])[4] if sizes else None
+    cost_by: dict[int, float] = {}
+    for cond_id, cost in costs:
+        if cond_id is not None and cost is not None:
+            cost_by[cond_id] = cost_by.get(cond_id, 0.0) + cost
+    conds = []
+    for seq, strategy, reason, length, _offset, before, after in sizes[:CONDENSATIONS_PAGE]:
+        forgot = runs.get(seq, [])
+        conds.append(CondensationItem(
+            seq=seq, strategy=strategy, reason=reason, forgotten=ranges.count(forgot),
+            forgotten_ranges=_runs_text(forgot), tokens_before=before, tokens_after=after,
+            summary=length is not None, cost_usd=cost_by.get(seq), before_call=call_at(sweep, seq) + 1,
+        ))
+    branches = conv.branches()
+    return ConversationPage(
+        id=cid, metadata=conv.metadata, events=last + 1, head=head, calls=len(sweep.calls),
+        condensation_count=cond_count,
+        estimated_tokens=timeline.rows.estimated,
+        chart=[ChartPoint(call=p.n, seq=p.seq, tokens=p.tokens) for p in sampled(sweep.calls, CHART_POINTS)],
+        marks=sorted({m.before_call for m in sweep.marks}),
+        context_limit=_context_limit(limit_config),
+        summarizer_cost_usd=round(sum(c for _, c in costs if c is not None), 6),
+        condensations=conds, condensations_after=cond_after if cond_after >= 0 else None,
+        condensations_next=conds[-1].seq if len(sizes) > CONDENSATIONS_PAGE and conds else None,
+        branches=[BranchItem(leaf=b.leaf, length=b.length, fork=b.fork, head=b.head,
+                             drawing=f"{indent}{connector}{b.leaf}", path=_runs_text(b.path))
+                  for b, indent, connector in tree_order(branches)],
+        pins=[PinItem(seq=p.seq, mode=p.mode, at=p.at, label=p.label) for p in conv.pins()],
+    )
+
+
+def _context_limit(config: dict[str, Any] | None) -> int | None:
+    """The token limit the latest condensation's strategy was given, if it had one."""
+    if not isinstance(config, dict):
+        return None
+    for key in ("max_tokens", "max_input_tokens", "token_limit"):
+        value = config.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _runs_text(runs: list[ranges.Run]) -> str:
+    return ", ".join(f"{s}..{e}" if e > s else f"{s}" for s, e in runs)
+
+
+# --- the view at a model call -------------------------------------------------------------
+
+
+class ViewItem(BaseModel):
+    position: int
+    seq: int | None
+    kind: str
+    role: str  # system, summary, pin (re-injected), event
+    tool: str | None
+    tokens: int
+    estimated: bool
+    text: str
+    clipped: bool
+
+
+class ForgottenEvent(BaseModel):
+    seq: int
+    kind: str
+    tool: str | None
+    text: str
+    clipped: bool
+
+
+class ForgottenGroup(BaseModel):
+    condensation: int
+    strategy: str | None
+    reason: str | None
+    ranges: str
+    count: int
+    events: list[ForgottenEvent]
+
+
+class Change(BaseModel):
+    added: str  # ids new in this view, as runs
+    added_count: int
+    forgotten: list[ForgottenGroup]  # condensations between the two calls
+    summary_written: bool
+
+
+class CallPage(BaseModel):
+    conversation: str
+    call: int
+    calls: int
+    seq: int  # the first event of the model's answer
+    at: int  # the view is the one right after this event
+    tokens: int
+    estimated: bool
+    makeup: dict[str, int]  # tokens by kind
+    view_length: int
+    view: list[ViewItem]
+    view_gap: tuple[int, int] | None  # positions left out of a long view's listing
+    forgotten: list[ForgottenGroup]
+    forgotten_groups: int
+    forgotten_before: int | None  # the next page of groups: those before this condensation
+    change: Change | None
+    previous: int | None
+    next: int | None
+
+
+def call_page(store: "EventStore", timelines: Timelines, cid: str, n: int,
+              forgot_before: int | None = None) -> CallPage:
+    conv = open_conversation(store, cid)
+    sweep = _sweep(store, timelines, cid)
+    if not 1 <= n <= len(sweep.calls):
+        raise Missing(f"conversation {cid!r} has {len(sweep.calls):,} model calls; there is no call {n}")
+    seq = sweep.calls[n - 1].seq
+    at = seq - 1
+    view = conv.view(at=at) if at >= 0 else None
+    events = list(view.events) if view is not None else []
+    counts = _counts(store, cid, view)
+    items = [_view_item(i, e, counts) for i, e in enumerate(events)]
+    makeup: dict[str, int] = {}
+    for item in items:
+        makeup[item.kind] = makeup.get(item.kind, 0) + item.tokens
+    shown, gap = items, None
+    if len(items) > VIEW_HEAD + VIEW_TAIL:
+        shown, gap = items[:VIEW_HEAD] + items[-VIEW_TAIL:], (VIEW_HEAD, len(items) - VIEW_TAIL - 1)
+    groups, total, nxt = _forgotten(store, conv, at, forgot_before)
+    change = None
+    if n > 1:
+        change = _change(store, conv, sweep.calls[n - 2].seq - 1, at, view)
+    return CallPage(
+        conversation=cid, call=n, calls=len(sweep.calls), seq=seq, at=at,
+        tokens=sum(i.tokens for i in items), estimated=any(i.estimated for i in items), makeup=makeup,
+        view_length=len(items), view=shown, view_gap=gap, forgotten=groups, forgotten_groups=total,
+        forgotten_before=nxt, change=change,
+        previous=n - 1 if n > 1 else None, next=n + 1 if n < len(sweep.calls) else None,
+    )
+
+
+def _counts(store: "EventStore", cid: str, view: Any) -> dict[int, int | None]:
+    if view is None:
+        return {}
+    with store.reading() as db:
+        return db.token_counts(cid, view.intervals)
+
+
+def _view_item(position: int, e: "Event", counts: dict[int, int | None]) -> ViewItem:
+    text = describe(e)
+    count = counts.get(e.seq) if e.seq is not None else None
+    role = {"SystemPromptEvent": "system", "CondensationSummaryEvent": "summary",
+            "PinnedContextEvent": "pin"}.get(e.kind, "event")  # type: ignore[attr-defined]
+    shown = clip(text, LIST_TEXT)
+    return ViewItem(
+        position=position, seq=e.seq, kind=e.kind, role=role, tool=getattr(e, "tool_name", None),  # type: ignore[attr-defined]
+        tokens=count if count is not None else -(-len(text) // CHARS_PER_TOKEN), estimated=count is None,
+        text=shown, clipped=len(shown) < len(text),
+    )
+
+
+def _forgotten(store: "EventStore", conv: "Conversation", at: int,
+               before: int | None) -> tuple[list[ForgottenGroup], int, int | None]:
+    """What was forgotten by event ``at`` on its path, grouped by the condensation that first
+    hid it, newest condensation first, a page of groups at a time."""
+    if at < 0:
+        return [], 0, None
+    with store.reading() as db:
+        path = db.path(conv.id, at)
+        mine = [r for r in db.forgotten_ranges(conv.id) if r[0] <= at and on_path(path, r[0])]
+    by_cond: dict[int, list[ranges.Run]] = {}
+    for s, e, cond in first_hiders(mine):
+        by_cond.setdefault(cond, []).append((s, e))
+    order = sorted(by_cond, reverse=True)
+    if before is not None:
+        order = [c for c in order if c < before]
+    page = order[:FORGOTTEN_GROUPS_PAGE]
+    groups = [_group(store, conv, cond, by_cond[cond]) for cond in page]
+    return groups, len(by_cond), page[-1] if len(order) > FORGOTTEN_GROUPS_PAGE else None
+
+
+def _group(store: "EventStore", conv: "Conversation", cond: int, runs: list[ranges.Run]) -> ForgottenGroup:
+    with store.reading() as db:
+        detail = db.condensation_detail(conv.id, cond)
+    strategy, reason = (detail[0], detail[1]) if detail else (None, None)
+    shown: list[ForgottenEvent] = []
+    for s, e in runs:
+        for event in conv.events(s, min(e + 1, s + FORGOTTEN_EVENTS_SHOWN - len(shown))):
+            text = describe(event)
+            cut = clip(text, LIST_TEXT)
+            shown.append(ForgottenEvent(seq=event.seq or 0, kind=event.kind, tool=getattr(event, "tool_name", None),  # type: ignore[attr-defined]
+                                        text=cut, clipped=len(cut) < len(text)))
+        if len(shown) >= FORGOTTEN_EVENTS_SHOWN:
+            break
+    return ForgottenGroup(condensation=cond, strategy=strategy, reason=reason, ranges=_runs_text(runs),
+                          count=ranges.count(runs), events=shown)
+
+
+def _change(store: "EventStore", conv: "Conversation", before_at: int, at: int, view: Any) -> Change:
+    """What changed between the views right after ``before_at`` and right after ``at``."""
+    earlier = conv.view(at=before_at) if before_at >= 0 else None
+    old_ids = set() if earlier is None else {e.seq for e in earlier.events if e.seq is not None}
+    new_ids = [e.seq for e in view.events if e.seq is not None] if view is not None else []
+    added = [s for s in new_ids if s not in old_ids]
+    with store.reading() as db:
+        path = db.path(conv.id, at)
+        conds = [c for c in db.condensation_ids(conv.id, before_at) if c <= at and on_path(path, c)]
+    groups = [_group(store, conv, c, _ranges_of(store, conv.id, c)) for c in sorted(conds)]
+    summary = any(_has_summary(store, conv.id, c) for c in conds)
+    return Change(added=_runs_text(ranges.runs_of(added)), added_count=len(added), forgotten=groups,
+                  summary_written=summary)
+
+
+def _ranges_of(store: "EventStore", cid: str, cond: int) -> list[ranges.Run]:
+    with store.reading() as db:
+        return db.ranges_of(cid, cond)
+
+
+def _has_summary(store: "EventStore", cid: str, cond: int) -> bool:
+    with store.reading() as db:
+        detail = db.condensation_detail(cid, cond)
+    return bool(detail and detail[2] is not None)
+
+
+# --- one event ----------------------------------------------------------------------------
+
+
+class EventPage(BaseModel):
+    conversation: str
+    seq: int
+    kind: str
+    source: str
+    timestamp: str
+    tool: str | None
+    text: str
+    json_text: str
+    partner: int | None  # its tool call or its result
+    previous: int | None
+    next: int | None
+    hidden_by: int | None
+    first_call_without: int | None
+    branches: list[int]  # leaves of the branches it lies on
+    pinned_by: int | None
+
+
+def event_page(store: "EventStore", timelines: Timelines, cid: str, seq: int) -> EventPage:
+    conv = open_conversation(store, cid)
+    try:
+        event = conv.get(seq)
+    except EventNotFound:
+        raise Missing(f"conversation {cid!r} has no event {seq}") from None
+    with store.reading() as db:
+        raw = db.event(cid, seq)
+        last = db.last_seq(cid)
+        call_id = getattr(event, "tool_call_id", None)
+        partner = db.tool_partner(cid, seq, call_id) if call_id else None
+    row = next(history(store, cid, seq, seq))
+    leaves = [b.leaf for b in conv.branches() if on_path(b.path, seq)]
+    pins = {p.seq: p.at for p in conv.pins()}
+    first_without = None
+    if row.forgotten_by is not None:
+        sweep = _sweep(store, timelines, cid)
+        k = call_at(sweep, row.forgotten_by)
+        first_without = k + 1 if k < len(sweep.calls) else None
+    return EventPage(
+        conversation=cid, seq=seq, kind=event.kind, source=event.source, timestamp=event.timestamp,  # type: ignore[attr-defined]
+        tool=getattr(event, "tool_name", None), text=describe(event),
+        json_text=json.dumps(json.loads(raw[1]), indent=2, ensure_ascii=False) if raw else "",
+        partner=partner, previous=seq - 1 if seq > 0 else None, next=seq + 1 if seq < last else None,
+        hidden_by=row.forgotten_by, first_call_without=first_without, branches=leaves, pinned_by=pins.get(seq),
+    )
+
+
+# --- one condensation ---------------------------------------------------------------------
+
+
+class LedgerCall(BaseModel):
+    strategy: str
+    purpose: str
+    model: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: float | None
+    latency_s: float
+    outcome: str
+    error: str | None
+    attempts: int
+
+
+class CondensationPage(BaseModel):
+    conversation: str
+    seq: int
+    strategy: str | None
+    reason: str | None
+    config: dict[str, Any] | None
+    tokens_before: int | None
+    tokens_after: int | None
+    summary: str | None
+    summary_offset: int | None
+    forgotten: ForgottenGroup
+    calls: list[LedgerCall]
+    before_call: int | None
+
+
+def condensation_page(store: "EventStore", timelines: Timelines, cid: str, seq: int) -> CondensationPage:
+    conv = open_conversation(store, cid)
+    with store.reading() as db:
+        detail = db.condensation_detail(cid, seq)
+        ledger = db.llm_calls_of(cid, [seq])
+    if detail is None:
+        raise Missing(f"conversation {cid!r} has no condensation {seq}")
+    strategy, reason, summary, offset, config, before, after = detail
+    sweep = _sweep(store, timelines, cid)
+    k = call_at(sweep, seq)
+    return CondensationPage(
+        conversation=cid, seq=seq, strategy=strategy, reason=reason, config=config, tokens_before=before,
+        tokens_after=after, summary=summary, summary_offset=offset,
+        forgotten=_group(store, conv, seq, _ranges_of(store, cid, seq)),
+        calls=[LedgerCall(strategy=r[1], purpose=r[2], model=r[3], prompt_tokens=r[4], completion_tokens=r[5],
+                          cost_usd=r[6], latency_s=r[7], outcome=r[8], error=r[9], attempts=r[10]) for r in ledger],
+        before_call=k + 1 if k < len(sweep.calls) else None,
+    )
+
+
+# --- the history, a page at a time --------------------------------------------------------
+
+
+class HistoryItem(BaseModel):
+    seq: int
+    kind: str
+    source: str
+    timestamp: str
+    tool: str | None
+    tokens: int | None
+    state: str  # view, forgotten, off-path, not-sent
+    forgotten_by: int | None
+    pinned: bool
+    text: str
+    clipped: bool
+
+
+class EventsPage(BaseModel):
+    conversation: str
+    after: int
+    kinds: list[str]
+    events: list[HistoryItem]
+    next_after: int | None
+
+
+def events_page(store: "EventStore", cid: str, after: int = -1, kinds: tuple[str, ...] = ()) -> EventsPage:
+    conv = open_conversation(store, cid)
+    with store.reading() as db:
+        rows = db.event_list(cid, after, EVENTS_PAGE + 1, kinds)
+        path = db.path(cid)
+    page = rows[:EVENTS_PAGE]
+    marks = {}
+    if page:
+        marks = {r.id: r for r in history(store, cid, page[0][0], page[-1][0])}
+    pinned = {p.seq for p in conv.pins()}
+    items = []
+    for seq, kind, source, stamp, tool, visible, tokens, payload in page:
+        mark = marks.get(seq)
+        hidden_by = mark.forgotten_by if mark else None
+        if not on_path(path, seq):
+            state = "off-path"
+        elif hidden_by is not None:
+            state = "forgotten"
+        elif visible:
+            state = "view"
+        else:
+            state = "not-sent"
+        text = describe(decode(kind, payload, seq))
+        cut = clip(text, LIST_TEXT)
+        items.append(HistoryItem(seq=seq, kind=kind, source=source, timestamp=stamp, tool=tool, tokens=tokens,
+                                 state=state, forgotten_by=hidden_by, pinned=seq in pinned, text=cut,
+                                 clipped=len(cut) < len(text)))
+    return EventsPage(conversation=cid, after=after, kinds=list(kinds), events=items,
+                      next_after=page[-1][0] if len(rows) > EVENTS_PAGE else None)
+
+
+# --- search -------------------------------------------------------------------------------
+
+
+class SearchHit(BaseModel):
+    conversation: str
+    seq: int
+    kind: str
+    tool: str | None
+    timestamp: str
+    snippet: str
+    hidden_by: int | None
+    first_call_without: int | None
+
+
+class SearchPage(BaseModel):
+    q: str
+    conversation: str | None
+    scope: str
+    hits: list[SearchHit]
+    error: str | None
+
+
+SEARCH_CONVERSATIONS = 20
+SEARCH_HITS = 50
+
+
+def search_page(store: "EventStore", timelines: Timelines, q: str, cid: str | None, scope: str) -> SearchPage:
+    from ..conversation.recall import SearchError
+
+    if cid is not None:
+        open_conversation(store, cid)
+        ids = [cid]
+    else:
+        with store.reading() as db:
+            ids = [r[0] for r in db.conversation_page("", SEARCH_CONVERSATIONS)]
+    hits: list[SearchHit] = []
+    if not q.strip():
+        return SearchPage(q=q, conversation=cid, scope=scope, hits=[], error=None)
+    try:
+        for one in ids:
+            found = store.conversation(one).search(q, limit=SEARCH_HITS, scope=scope)  # type: ignore[arg-type]
+            sweep = _sweep(store, timelines, one) if any(h.hidden_by is not None for h in found) else None
+            for h in found:
+                first = None
+                if h.hidden_by is not None and sweep is not None:
+                    k = call_at(sweep, h.hidden_by)
+                    first = k + 1 if k < len(sweep.calls) else None
+                hits.append(SearchHit(conversation=one, seq=h.seq, kind=h.kind, tool=h.tool, timestamp=h.timestamp,
+                                      snippet=h.snippet, hidden_by=h.hidden_by, first_call_without=first))
+    except SearchError as e:
+        return SearchPage(q=q, conversation=cid, scope=scope, hits=[], error=str(e))
+    return SearchPage(q=q, conversation=cid, scope=scope, hits=hits[:SEARCH_HITS], error=None)
