@@ -79,7 +79,7 @@ def _environment() -> Environment:
     return env
 
 
-def chart(points: list[pages.ChartPoint], marks: list[int], limit: int | None, cid: str,
+def chart(points: list[pages.ChartPoint], marks: list[int], limit: int | None, cid: str, suffix: str = "",
           width: int = 880, height: int = 240) -> dict[str, Any]:
     """The input-tokens chart's geometry: points, condensation marks and the limit line, in
     an SVG's coordinates (the template draws them; every value is a number)."""
@@ -101,7 +101,7 @@ def chart(points: list[pages.ChartPoint], marks: list[int], limit: int | None, c
         "width": width, "height": height, "empty": False, "left": left, "bottom": height - bottom,
         "right": width - right, "top": top,
         "line": " ".join(f"{x(p.call)},{y(p.tokens)}" for p in points),
-        "dots": [(x(p.call), y(p.tokens), p.call, p.tokens, f"/c/{quote(cid, safe='')}/call/{p.call}")
+        "dots": [(x(p.call), y(p.tokens), p.call, p.tokens, f"/c/{quote(cid, safe='')}/call/{p.call}{suffix}")
                  for p in (points if len(points) <= 200 else [])],
         "marks": [x(m) for m in marks if m <= x_max],
         "limit": None if not limit else y(limit), "limit_text": None if not limit else f"limit {limit:,}",
@@ -152,11 +152,11 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
 
     def conversation(r: Request) -> pages.ConversationPage:
         return pages.conversation_page(store(), timelines, r.path_params["cid"],
-                                       _int(r.query_params.get("cond_after"), -1))
+                                       _int(r.query_params.get("cond_after"), -1), _branch(r))
 
     def call(r: Request) -> pages.CallPage:
         return pages.call_page(store(), timelines, r.path_params["cid"], r.path_params["n"],
-                               _int(r.query_params.get("forgot_before"), None))
+                               _int(r.query_params.get("forgot_before"), None), _branch(r))
 
     def event(r: Request) -> pages.EventPage:
         return pages.event_page(store(), timelines, r.path_params["cid"], r.path_params["seq"])
@@ -187,11 +187,16 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
         routes.append(Route(path, html))
     def goto_call(r: Request) -> Response:
         """The conversation page's "go to call" box, without JavaScript."""
-        n = _int(r.query_params.get("n"), None)
+        n, branch = _int(r.query_params.get("n"), None), _branch(r)
         target = f"/c/{quote(r.path_params['cid'], safe='')}" + (f"/call/{n}" if n is not None else "")
+        target += f"?branch={branch}" if branch is not None else ""
         return RedirectResponse(target, status_code=303, headers=HEADERS)
 
+    def favicon(r: Request) -> Response:
+        return Response(status_code=204, headers=HEADERS)
+
     routes.insert(0, Route("/c/{cid}/call/", goto_call))
+    routes.insert(0, Route("/favicon.ico", favicon))
     routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))
 
     def missing(request: Request, exc: Exception) -> Response:
@@ -229,6 +234,11 @@ def _closing(stores: Stores) -> Any:
             stores.close()
 
     return lifespan
+
+
+def _branch(r: Request) -> int | None:
+    """``?branch=LEAF``: the calls on the path to that event instead of HEAD's."""
+    return _int(r.query_params.get("branch"), None)
 
 
 def _int(value: str | None, default: Any) -> Any:

@@ -122,6 +122,7 @@ class ConversationPage(BaseModel):
     metadata: dict[str, Any]
     events: int
     head: int | None
+    branch: int | None  # the leaf whose path the calls are on (None: HEAD's)
     calls: int
     condensation_count: int
     estimated_tokens: int  # events whose tokens are estimated, not counted
@@ -136,13 +137,16 @@ class ConversationPage(BaseModel):
     pins: list[PinItem]
 
 
-def _sweep(store: "EventStore", timelines: Timelines, cid: str, path: list[ranges.Run] | None = None) -> Sweep:
+def _sweep(store: "EventStore", timelines: Timelines, cid: str, branch: int | None = None) -> Sweep:
+    """The calls on HEAD's path, or on the path to event ``branch`` (a leaf of another
+    branch)."""
     timeline = timelines.get(cid)
     with timeline.lock:
         with store.reading() as db:
             timeline.refresh(db)
-            if path is None:
-                path = db.path(cid)
+            if branch is not None and not 0 <= branch <= db.last_seq(cid):
+                raise Missing(f"conversation {cid!r} has no event {branch} for a branch to end at")
+            path = db.path(cid, branch)
         return timeline.sweep(path)
 
 
@@ -152,9 +156,10 @@ def open_conversation(store: "EventStore", cid: str) -> "Conversation":
     return store.conversation(cid)
 
 
-def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_after: int = -1) -> ConversationPage:
+def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_after: int = -1,
+                      branch: int | None = None) -> ConversationPage:
     conv = open_conversation(store, cid)
-    sweep = _sweep(store, timelines, cid)
+    sweep = _sweep(store, timelines, cid, branch)
     timeline = timelines.get(cid)
     head = conv.head
     with store.reading() as db:
@@ -178,7 +183,7 @@ def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_
         ))
     branches = conv.branches()
     return ConversationPage(
-        id=cid, metadata=conv.metadata, events=last + 1, head=head, calls=len(sweep.calls),
+        id=cid, metadata=conv.metadata, events=last + 1, head=head, branch=branch, calls=len(sweep.calls),
         condensation_count=cond_count,
         estimated_tokens=timeline.rows.estimated,
         chart=[ChartPoint(call=p.n, seq=p.seq, tokens=p.tokens) for p in sampled(sweep.calls, CHART_POINTS)],
@@ -250,6 +255,7 @@ class Change(BaseModel):
 
 class CallPage(BaseModel):
     conversation: str
+    branch: int | None
     call: int
     calls: int
     seq: int  # the first event of the model's answer
@@ -269,9 +275,9 @@ class CallPage(BaseModel):
 
 
 def call_page(store: "EventStore", timelines: Timelines, cid: str, n: int,
-              forgot_before: int | None = None) -> CallPage:
+              forgot_before: int | None = None, branch: int | None = None) -> CallPage:
     conv = open_conversation(store, cid)
-    sweep = _sweep(store, timelines, cid)
+    sweep = _sweep(store, timelines, cid, branch)
     if not 1 <= n <= len(sweep.calls):
         raise Missing(f"conversation {cid!r} has {len(sweep.calls):,} model calls; there is no call {n}")
     seq = sweep.calls[n - 1].seq
@@ -291,7 +297,7 @@ def call_page(store: "EventStore", timelines: Timelines, cid: str, n: int,
     if n > 1:
         change = _change(store, conv, sweep.calls[n - 2].seq - 1, at, view)
     return CallPage(
-        conversation=cid, call=n, calls=len(sweep.calls), seq=seq, at=at,
+        conversation=cid, branch=branch, call=n, calls=len(sweep.calls), seq=seq, at=at,
         tokens=sum(i.tokens for i in items), estimated=any(i.estimated for i in items), makeup=makeup,
         view_length=len(items), view=shown, view_gap=gap, forgotten=groups, forgotten_groups=total,
         forgotten_before=nxt, change=change,
@@ -299,22 +305,27 @@ def call_page(store: "EventStore", timelines: Timelines, cid: str, n: int,
     )
 
 
-def _counts(store: "EventStore", cid: str, view: Any) -> dict[int, int | None]:
+def _counts(store: "EventStore", cid: str, view: Any) -> dict[int, tuple[int, bool]]:
+    """(tokens, estimated) of the view's stored events: the cached count, else the timeline's
+    estimate from the event's JSON (so the page and the chart agree)."""
     if view is None:
         return {}
     with store.reading() as db:
-        return db.token_counts(cid, view.intervals)
+        rows = db.token_sizes(cid, view.intervals)
+    return {seq: (count, False) if count is not None else (-(-(length or 0) // CHARS_PER_TOKEN), True)
+            for seq, count, length in rows}
 
 
-def _view_item(position: int, e: "Event", counts: dict[int, int | None]) -> ViewItem:
+def _view_item(position: int, e: "Event", counts: dict[int, tuple[int, bool]]) -> ViewItem:
     text = describe(e)
-    count = counts.get(e.seq) if e.seq is not None else None
+    stored = counts.get(e.seq) if e.seq is not None else None
+    tokens, estimated = stored if stored is not None else (-(-len(text) // CHARS_PER_TOKEN), True)
     role = {"SystemPromptEvent": "system", "CondensationSummaryEvent": "summary",
             "PinnedContextEvent": "pin"}.get(e.kind, "event")  # type: ignore[attr-defined]
     shown = clip(text, LIST_TEXT)
     return ViewItem(
         position=position, seq=e.seq, kind=e.kind, role=role, tool=getattr(e, "tool_name", None),  # type: ignore[attr-defined]
-        tokens=count if count is not None else -(-len(text) // CHARS_PER_TOKEN), estimated=count is None,
+        tokens=tokens, estimated=estimated,
         text=shown, clipped=len(shown) < len(text),
     )
 

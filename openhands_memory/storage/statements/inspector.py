@@ -51,6 +51,14 @@ class InspectorStatements(Driver):
             (cid, after),
         )
 
+    def token_sizes(self, cid: str, intervals: Sequence[tuple[int, int]]) -> list[tuple[int, int | None, int | None]]:
+        """(id, cached token count, payload length when there is no count) of the LLM-visible
+        rows in ``intervals``: a view's sizes as the timeline reckons them."""
+        return [tuple(r) for r in self.over_intervals(  # type: ignore[attr-defined]
+            cid, intervals, "ev.id, ev.token_count, CASE WHEN ev.token_count IS NULL THEN LENGTH(ev.payload) END",
+            " AND ev.llm_visible", ordered=False,
+        )]
+
     def condensation_sizes(self, cid: str, after: int = -1) -> list[tuple]:
         """(id, strategy, reason, LENGTH(summary), summary_offset, tokens before, tokens after)
         of the condensations after ``after``, oldest first."""
