@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import socket
 
 import click
 
 from .opening import is_url, judge, shown
-from .output import echo_json
 from .params import DATABASE, TEXT, count
 from .vocabulary import output_format
 
@@ -78,7 +78,8 @@ def serve(db: str, host: str, port: int, open_browser: bool, fmt: str) -> None:
         click.echo(f"Warning: listening on {host}: anyone who can reach port {bound_port} reads every "
                    "conversation (the inspector has no authentication)", err=True)
     if fmt == "json":
-        echo_json({"url": url, "database": shown(db), "backend": "postgresql" if is_url(db) else "sqlite"})
+        # One line, flushed: a script reads it to learn the port (--port 0).
+        click.echo(json.dumps({"url": url, "database": shown(db), "backend": "postgresql" if is_url(db) else "sqlite"}))
     else:
         click.echo(f"Serving {shown(db)} at {url} (read-only; Ctrl-C stops it)")
     import uvicorn

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from .. import ranges
 from ..errors import EventNotFound
 from ..inspection.branches import tree_order
-from ..inspection.history import first_hiders, history, on_path
+from ..inspection.history import history, on_path
 from ..storage.codec import decode
 from ..view.rendering import clip, describe
 from .timeline import CHARS_PER_TOKEN, Sweep, Timelines, call_at, sampled
@@ -164,15 +164,16 @@ def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_
     head = conv.head
     with store.reading() as db:
         last = db.last_seq(cid)
-        costs = db.summarizer_cost_by_condensation(cid)
-        sizes = db.condensation_sizes(cid, cond_after)[: CONDENSATIONS_PAGE + 1]
+        cost = db.summarizer_cost(cid)
+        sizes = db.condensation_sizes(cid, cond_after, CONDENSATIONS_PAGE + 1)
         runs = {seq: db.ranges_of(cid, seq) for seq, *_ in sizes[:CONDENSATIONS_PAGE]}
+        ledger = db.llm_calls_of(cid, list(runs))
         cond_count = db.condensation_count(cid)
         limit_config = db.condensation_detail(cid, sizes[-1][0])[4] if sizes else None
     cost_by: dict[int, float] = {}
-    for cond_id, cost in costs:
-        if cond_id is not None and cost is not None:
-            cost_by[cond_id] = cost_by.get(cond_id, 0.0) + cost
+    for row in ledger:
+        if row[6] is not None:
+            cost_by[row[0]] = cost_by.get(row[0], 0.0) + row[6]
     conds = []
     for seq, strategy, reason, length, _offset, before, after in sizes[:CONDENSATIONS_PAGE]:
         forgot = runs.get(seq, [])
@@ -189,7 +190,7 @@ def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_
         chart=[ChartPoint(call=p.n, seq=p.seq, tokens=p.tokens) for p in sampled(sweep.calls, CHART_POINTS)],
         marks=sorted({m.before_call for m in sweep.marks}),
         context_limit=_context_limit(limit_config),
-        summarizer_cost_usd=round(sum(c for _, c in costs if c is not None), 6),
+        summarizer_cost_usd=round(cost, 6),
         condensations=conds, condensations_after=cond_after if cond_after >= 0 else None,
         condensations_next=conds[-1].seq if len(sizes) > CONDENSATIONS_PAGE and conds else None,
         branches=[BranchItem(leaf=b.leaf, length=b.length, fork=b.fork, head=b.head,
@@ -332,22 +333,20 @@ def _view_item(position: int, e: "Event", counts: dict[int, tuple[int, bool]]) -
 
 def _forgotten(store: "EventStore", conv: "Conversation", at: int,
                before: int | None) -> tuple[list[ForgottenGroup], int, int | None]:
-    """What was forgotten by event ``at`` on its path, grouped by the condensation that first
-    hid it, newest condensation first, a page of groups at a time."""
+    """What was forgotten by event ``at`` on its path: each condensation with the ranges it
+    forgot, newest first, a page at a time (read by key: the page's cost does not grow with
+    the history)."""
     if at < 0:
         return [], 0, None
+    bound = at + 1 if before is None else min(before, at + 1)
     with store.reading() as db:
         path = db.path(conv.id, at)
-        mine = [r for r in db.forgotten_ranges(conv.id) if r[0] <= at and on_path(path, r[0])]
-    by_cond: dict[int, list[ranges.Run]] = {}
-    for s, e, cond in first_hiders(mine):
-        by_cond.setdefault(cond, []).append((s, e))
-    order = sorted(by_cond, reverse=True)
-    if before is not None:
-        order = [c for c in order if c < before]
-    page = order[:FORGOTTEN_GROUPS_PAGE]
-    groups = [_group(store, conv, cond, by_cond[cond]) for cond in page]
-    return groups, len(by_cond), page[-1] if len(order) > FORGOTTEN_GROUPS_PAGE else None
+        total = db.condensations_upto(conv.id, at)
+        found = [c for c in db.condensations_before(conv.id, bound, 3 * FORGOTTEN_GROUPS_PAGE) if on_path(path, c)]
+        page = found[:FORGOTTEN_GROUPS_PAGE]
+        runs = {c: db.ranges_of(conv.id, c) for c in page}
+    groups = [_group(store, conv, c, runs[c]) for c in page if runs[c]]
+    return groups, total, page[-1] if len(found) > FORGOTTEN_GROUPS_PAGE else None
 
 
 def _group(store: "EventStore", conv: "Conversation", cond: int, runs: list[ranges.Run]) -> ForgottenGroup:

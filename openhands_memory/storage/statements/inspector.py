@@ -59,12 +59,13 @@ class InspectorStatements(Driver):
             " AND ev.llm_visible", ordered=False,
         )]
 
-    def condensation_sizes(self, cid: str, after: int = -1) -> list[tuple]:
+    def condensation_sizes(self, cid: str, after: int = -1, limit: int | None = None) -> list[tuple]:
         """(id, strategy, reason, LENGTH(summary), summary_offset, tokens before, tokens after)
-        of the condensations after ``after``, oldest first."""
+        of the condensations after ``after``, oldest first (at most ``limit``)."""
         return self.all(
             "SELECT id, strategy, reason, LENGTH(summary), summary_offset, tokens_before, tokens_after "
-            "FROM condensation WHERE conversation_id = ? AND id > ? ORDER BY id",
+            "FROM condensation WHERE conversation_id = ? AND id > ? ORDER BY id"
+            + ("" if limit is None else f" LIMIT {int(limit)}"),
             (cid, after),
         )
 
@@ -101,11 +102,22 @@ class InspectorStatements(Driver):
             (cid, *condensation_ids),
         )
 
-    def summarizer_cost_by_condensation(self, cid: str) -> list[tuple[int | None, float | None]]:
-        """(condensation id, cost) of every ledger row of the conversation, oldest first."""
-        return self.all(
-            "SELECT condensation_id, cost_usd FROM llm_call WHERE conversation_id = ? ORDER BY id", (cid,)
-        )
+    def summarizer_cost(self, cid: str) -> float:
+        """What the conversation's summarizer and ranking calls cost, in all (the ledger's rows
+        are one per condensation attempt: they grow with condensations, not with events)."""
+        return self.one("SELECT COALESCE(SUM(cost_usd), 0) FROM llm_call WHERE conversation_id = ?", (cid,)) or 0.0
+
+    def condensations_before(self, cid: str, before: int, limit: int) -> list[int]:
+        """The ids of up to ``limit`` condensations before event ``before``, newest first."""
+        return [r[0] for r in self.all(
+            "SELECT id FROM condensation WHERE conversation_id = ? AND id < ? ORDER BY id DESC "
+            f"LIMIT {int(limit)}",
+            (cid, before),
+        )]
+
+    def condensations_upto(self, cid: str, at: int) -> int:
+        """How many condensations were written at or before event ``at``."""
+        return self.one("SELECT COUNT(*) FROM condensation WHERE conversation_id = ? AND id <= ?", (cid, at))
 
     def event_list(self, cid: str, after: int, limit: int, kinds: Sequence[str] = ()) -> list[tuple]:
         """(id, kind, source, timestamp, tool_name, llm_visible, token_count, payload) of up to
