@@ -166,7 +166,7 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
 
     def events(r: Request) -> pages.EventsPage:
         kinds = tuple(k for v in r.query_params.getlist("kind") for k in v.split(",") if k)
-        return pages.events_page(store(), r.path_params["cid"], _int(r.query_params.get("after"), -1), kinds)
+        return pages.events_page(store(), timelines, r.path_params["cid"], _int(r.query_params.get("after"), -1), kinds)
 
     def search(r: Request) -> pages.SearchPage:
         q = r.query_params

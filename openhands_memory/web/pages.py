@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from .. import ranges
 from ..errors import EventNotFound
 from ..inspection.branches import tree_order
-from ..inspection.history import history, on_path
+from ..inspection.history import on_path
 from ..storage.codec import decode
 from ..view.rendering import clip, describe
 from .timeline import CHARS_PER_TOKEN, Sweep, Timelines, call_at, sampled
@@ -424,21 +424,32 @@ def event_page(store: "EventStore", timelines: Timelines, cid: str, seq: int) ->
         last = db.last_seq(cid)
         call_id = getattr(event, "tool_call_id", None)
         partner = db.tool_partner(cid, seq, call_id) if call_id else None
-    row = next(history(store, cid, seq, seq))
     leaves = [b.leaf for b in conv.branches() if on_path(b.path, seq)]
     pins = {p.seq: p.at for p in conv.pins()}
+    sweep = _sweep(store, timelines, cid)
+    hidden_by = _hidden_by(store, timelines, cid, [seq])[seq]
     first_without = None
-    if row.forgotten_by is not None:
-        sweep = _sweep(store, timelines, cid)
-        k = call_at(sweep, row.forgotten_by)
+    if hidden_by is not None:
+        k = call_at(sweep, hidden_by)
         first_without = k + 1 if k < len(sweep.calls) else None
     return EventPage(
         conversation=cid, seq=seq, kind=event.kind, source=event.source, timestamp=event.timestamp,  # type: ignore[attr-defined]
         tool=getattr(event, "tool_name", None), text=describe(event),
         json_text=json.dumps(json.loads(raw[1]), indent=2, ensure_ascii=False) if raw else "",
         partner=partner, previous=seq - 1 if seq > 0 else None, next=seq + 1 if seq < last else None,
-        hidden_by=row.forgotten_by, first_call_without=first_without, branches=leaves, pinned_by=pins.get(seq),
+        hidden_by=hidden_by, first_call_without=first_without, branches=leaves, pinned_by=pins.get(seq),
     )
+
+
+def _hidden_by(store: "EventStore", timelines: Timelines, cid: str, seqs: list[int]) -> dict[int, int | None]:
+    """Which condensation first hid each event (``inspection.history``'s rule), from the
+    conversation's timeline rather than a read of every forgotten range."""
+    timeline = timelines.get(cid)
+    with timeline.lock:
+        with store.reading() as db:
+            timeline.refresh(db)
+            path = db.path(cid)
+        return timeline.hidden_by(seqs, path)
 
 
 # --- one condensation ---------------------------------------------------------------------
@@ -517,20 +528,18 @@ class EventsPage(BaseModel):
     next_after: int | None
 
 
-def events_page(store: "EventStore", cid: str, after: int = -1, kinds: tuple[str, ...] = ()) -> EventsPage:
+def events_page(store: "EventStore", timelines: Timelines, cid: str, after: int = -1,
+                kinds: tuple[str, ...] = ()) -> EventsPage:
     conv = open_conversation(store, cid)
     with store.reading() as db:
         rows = db.event_list(cid, after, EVENTS_PAGE + 1, kinds)
         path = db.path(cid)
     page = rows[:EVENTS_PAGE]
-    marks = {}
-    if page:
-        marks = {r.id: r for r in history(store, cid, page[0][0], page[-1][0])}
+    hiders = _hidden_by(store, timelines, cid, [r[0] for r in page])
     pinned = {p.seq for p in conv.pins()}
     items = []
     for seq, kind, source, stamp, tool, visible, tokens, payload in page:
-        mark = marks.get(seq)
-        hidden_by = mark.forgotten_by if mark else None
+        hidden_by = hiders.get(seq)
         if not on_path(path, seq):
             state = "off-path"
         elif hidden_by is not None:

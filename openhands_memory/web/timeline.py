@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import ranges
+from ..inspection.history import first_hiders, on_path
 
 if TYPE_CHECKING:
     from ..storage.session import Session
@@ -156,6 +157,30 @@ class Timeline:
         self.conds: dict[int, _Condensation] = {}
         self.sweeps: dict[tuple[ranges.Run, ...], Sweep] = {}
         self.lock = threading.Lock()
+        # (start, end, condensation) spans, each id under the first condensation that hid
+        # it: on a path (its condensations only), and everywhere; rebuilt as condensations land.
+        self._spans: dict[tuple[ranges.Run, ...] | None, list[tuple[int, int, int]]] = {}
+        self._spans_of = -1
+
+    def hidden_by(self, seqs: list[int], path: list[ranges.Run]) -> dict[int, int | None]:
+        """The condensation that first hid each of ``seqs``: for an id on ``path``, among the
+        condensations on it (another branch's do not apply there); else among all."""
+        if self._spans_of != len(self.conds):
+            self._spans, self._spans_of = {}, len(self.conds)
+        out: dict[int, int | None] = {}
+        for key in (tuple(path), None):
+            spans = self._spans.get(key)
+            if spans is None:
+                spans = self._spans[key] = first_hiders([
+                    (c, s, e) for c, cond in self.conds.items() if key is None or on_path(path, c)
+                    for s, e in cond.runs])
+            starts = [s for s, _, _ in spans]
+            for seq in seqs:
+                if seq in out or (key is not None and not on_path(path, seq)):
+                    continue
+                k = bisect.bisect_right(starts, seq) - 1
+                out[seq] = spans[k][2] if k >= 0 and spans[k][0] <= seq <= spans[k][1] else None
+        return out
 
     def refresh(self, db: "Session") -> None:
         """Read the rows and condensations written since the last refresh."""
