@@ -256,10 +256,20 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _complete(path: Path, n: int) -> bool:
+    from openhands_memory.errors import SchemaTooOld
+    from openhands_memory.location import Location
+    from openhands_memory.migrate import HEAD, apply
+
     try:
-        with EventStore(path, create=False) as store:
-            return len(store.conversation(CONVERSATION)) == n
-    except Exception as e:  # noqa: BLE001  (an older schema, a half-written file, ...)
+        try:
+            with EventStore(path, create=False) as store:
+                return len(store.conversation(CONVERSATION)) == n
+        except SchemaTooOld:  # a history built before a new revision: upgraded, not built again
+            print(f"  upgrading {path.name} to revision {HEAD}", flush=True)
+            apply(Location.parse(path), HEAD)
+            with EventStore(path, create=False) as store:
+                return len(store.conversation(CONVERSATION)) == n
+    except Exception as e:  # noqa: BLE001  (an unknown schema, a half-written file, ...)
         print(f"  {path.name} does not open as a complete database ({type(e).__name__}: {e}); building it again",
               flush=True)
         return False

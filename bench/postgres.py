@@ -86,10 +86,20 @@ def db_url(admin_url: str, name: str, options: str = "") -> str:
 
 
 def _complete(url: str, n: int) -> bool:
+    from openhands_memory.errors import SchemaTooOld
+    from openhands_memory.location import Location
+    from openhands_memory.migrate import HEAD, apply
+
     try:
-        with EventStore(url, create=False) as store:
-            return len(store.conversation(CONVERSATION)) == n
-    except Exception as e:  # noqa: BLE001  (an older schema, a half-built database, ...)
+        try:
+            with EventStore(url, create=False) as store:
+                return len(store.conversation(CONVERSATION)) == n
+        except SchemaTooOld:  # a history built before a new revision: upgraded, not built again
+            print(f"  upgrading {url.rsplit('/', 1)[1]} to revision {HEAD}", flush=True)
+            apply(Location.parse(url), HEAD)
+            with EventStore(url, create=False) as store:
+                return len(store.conversation(CONVERSATION)) == n
+    except Exception as e:  # noqa: BLE001  (an unknown schema, a half-built database, ...)
         print(f"  {url.rsplit('/', 1)[1]} does not open as a complete database ({type(e).__name__}: {e}); "
               "building it again", flush=True)
         return False

@@ -272,3 +272,24 @@ class ConversationFileRow(SQLModel, table=True):
 
 
 conversation_file_table = ConversationFileRow.__table__
+
+
+class ReplayRunRow(SQLModel, table=True):
+    """A replay saved by ``replay --save`` (revision 0016): what other strategies would have
+    sent and cost at each recorded model call, as the report's JSON, for the web inspector to
+    draw without calling a model."""
+
+    __tablename__ = "replay_run"
+    __table_args__ = (
+        ForeignKeyConstraint(["conversation_id"], ["conversation.id"], ondelete="CASCADE"),
+        Index("ix_replay_run_conversation", "conversation_id", "id"),
+    )
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    conversation_id: str
+    created_at: str = Field(description="ISO 8601, UTC")
+    strategies: str = Field(description="the strategies' labels, one a line")
+    report: str = Field(sa_column=Column(Text, nullable=False), description="the replay.report.Replay as JSON")
+
+
+replay_run_table = ReplayRunRow.__table__

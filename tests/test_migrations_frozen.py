@@ -64,8 +64,10 @@ BUILT = ("KIND_LIST", "KEY_LIST", "SHIFT", "WORDS", "GRAMS", "STATE", "FLUSH_AT"
 
 
 def test_the_newest_revision_builds_what_the_code_builds():
-    assert migrate.HEAD == "0015", (
-        "a new revision: freeze what it builds beside storage/search_watermark.py and compare that here")
+    # Revisions after 0015 that leave the search index alone (0016: replay_run).
+    assert migrate.REVISIONS[migrate.REVISIONS.index("0015") + 1:] == ("0016",), (
+        "a new revision: if it changes the search index, freeze what it builds beside "
+        "storage/search_watermark.py and compare that here; if not, name it above")
     changed = [name for name in BUILT if getattr(search, name) != getattr(search_watermark, name)]
     assert not changed, (f"storage/search.py builds {', '.join(changed)} otherwise than revision 0015 did "
                          "(storage/search_watermark.py): a change to the index is a new revision")

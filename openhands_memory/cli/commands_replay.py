@@ -16,7 +16,7 @@ import click
 from .errors import UserError
 from .commands_condense import CONFIG_HELP, NAME_HELP, SET_HELP, TYPE_HELP, build_condenser, llm_condensers
 from .opening import conversation as open_conversation
-from .opening import is_url, open_reader, shown
+from .opening import is_url, open_reader, open_store, shown
 from .output import Column, Table, progress_bar, say
 from .params import DATABASE, TEXT, number, path
 from .vocabulary import deprecated, old_spelling, output_format
@@ -131,15 +131,18 @@ def _counter(tokenizer: str | None, model: str | None) -> Any:
               help="Also write one self-contained HTML page: input tokens per call, per strategy.")
 @click.option("--svg", "svg_file", type=path(dir_okay=False),
               help="Also write the chart alone as an SVG image (of the first conversation).")
+@click.option("--save", is_flag=True,
+              help="Keep each conversation's replay in DB, for `serve` to list and draw (/c/ID/replay).")
 @output_format()
 def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[Path, ...], names: tuple[str, ...],
            types: tuple[str, ...],
            pairs: tuple[str, ...], model: str | None, tokenizer: str | None, llm_model: str | None,
            max_cost: float, scratch: Path | None, html_file: Path | None, svg_file: Path | None,
-           fmt: str) -> None:
+           save: bool, fmt: str) -> None:
     """Replay CONV's recorded history under other strategies: at every model call the
     recorded agent made, what each strategy would have sent, cached, forgotten and cost,
-    beside what the recorded run sent. DB is only read.
+    beside what the recorded run sent. DB is only read, unless --save keeps the replays in it
+    (in one transaction, after they all ran) for `serve` to show.
 
     Summaries come from the offline summarizer (free, the same every time) unless --llm
     names a model. Cached tokens are those of the previous call's input left unchanged at
@@ -153,6 +156,7 @@ def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[
       openhands-memory replay agent.db fix-bug -c config.toml --name a --name b
       openhands-memory replay agent.db fix-bug --llm openai/gpt-4o-mini
       openhands-memory replay agent.db --all-conversations --json
+      openhands-memory replay agent.db fix-bug -t noop -t recent --save
     """
     if every and conversations:
         raise click.UsageError("give conversations or --all-conversations, not both")
@@ -165,7 +169,9 @@ def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[
         _model_summaries(strategies, llm_model)
     prices = _prices(model)
     counter = _counter(tokenizer, model)
-    source = open_reader(db)
+    # --save: a store that may write, opened first, so that a database that cannot take the
+    # replay (read-only, not ours) is said before the replay runs.
+    source = open_store(db) if save else open_reader(db)
     ids = [c.id for c in source.conversations()] if every else [open_conversation(source, c).id for c in conversations]
     if not ids:
         raise UserError(f"{shown(db)} holds no conversation")
@@ -179,12 +185,19 @@ def replay(db: str, conversations: tuple[str, ...], every: bool, configs: tuple[
 
     report: "Replay | ReplaySet" = results[0] if len(results) == 1 and not every else aggregate(results)
     written = _write_outputs(report, results[0], html_file, svg_file, kept)
+    if save:
+        from ..replay.saved import save as keep
+
+        keep(source, results)
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
     else:
         _echo(report)
         if written:
             say(f"Wrote {' and '.join(str(p) for p in written)}.")
+        if save:
+            say(f"Saved {len(results)} replay{'s' if len(results) != 1 else ''} in {shown(db)}: "
+                f"`openhands-memory serve` shows {'it' if len(results) == 1 else 'them'} at /c/ID/replay.")
     if warning is not None:
         click.echo(f"Warning: {warning}", err=True)
 

@@ -29,6 +29,7 @@ from .statements.driver import (
 from .statements.events import EventStatements
 from .statements.inspector import InspectorStatements
 from .statements.ledger import LedgerStatements
+from .statements.replays import ReplayStatements
 from .statements.replies import ReplyStatements
 from .statements.sdk_files import SdkFileStatements
 from .statements.search import SearchStatements
@@ -50,6 +51,7 @@ GROUPS = (
     ReplyStatements,
     SdkFileStatements,
     InspectorStatements,
+    ReplayStatements,
 )
 
 

@@ -172,8 +172,16 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
         q = r.query_params
         return pages.search_page(store(), timelines, q.get("q", ""), q.get("c") or None, q.get("scope", "all"))
 
+    def replays(r: Request) -> pages.ReplaysPage:
+        return pages.replays_page(store(), r.path_params["cid"], _int(r.query_params.get("before"), None))
+
+    def replay_run(r: Request) -> pages.ReplayRunPage:
+        return pages.replay_run_page(store(), r.path_params["cid"], r.path_params["run"])
+
     routes = []
     for path, template, build in (
+        ("/c/{cid}/replay/{run:int}", "replay_run.html", replay_run),
+        ("/c/{cid}/replay", "replays.html", replays),
         ("/", "index.html", index),
         ("/search", "search.html", search),
         ("/c/{cid}/call/{n:int}", "call.html", call),

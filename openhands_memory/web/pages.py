@@ -609,3 +609,52 @@ def search_page(store: "EventStore", timelines: Timelines, q: str, cid: str | No
     except SearchError as e:
         return SearchPage(q=q, conversation=cid, scope=scope, hits=[], error=str(e))
     return SearchPage(q=q, conversation=cid, scope=scope, hits=hits[:SEARCH_HITS], error=None)
+
+
+# --- saved replays ------------------------------------------------------------------------
+
+
+class ReplayRunItem(BaseModel):
+    id: int
+    created_at: str
+    strategies: list[str]
+
+
+class ReplaysPage(BaseModel):
+    conversation: str
+    runs: list[ReplayRunItem]
+    before: int | None
+    next_before: int | None
+
+
+REPLAYS_PAGE = 50
+
+
+def replays_page(store: "EventStore", cid: str, before: int | None = None) -> ReplaysPage:
+    from ..replay import saved
+
+    open_conversation(store, cid)
+    found = saved.runs(store, cid, before, REPLAYS_PAGE + 1)
+    runs = [ReplayRunItem(id=r.id, created_at=r.created_at, strategies=r.strategies) for r in found[:REPLAYS_PAGE]]
+    return ReplaysPage(conversation=cid, runs=runs, before=before,
+                       next_before=runs[-1].id if len(found) > REPLAYS_PAGE else None)
+
+
+class ReplayRunPage(BaseModel):
+    conversation: str
+    id: int
+    created_at: str
+    replay: Any  # replay.report.Replay
+    chart_svg: str  # drawn by replay/chart.py, every text in it escaped
+
+
+def replay_run_page(store: "EventStore", cid: str, run: int) -> ReplayRunPage:
+    from ..replay import saved
+    from ..replay.chart import svg_chart
+
+    open_conversation(store, cid)
+    found = saved.load(store, cid, run)
+    if found is None:
+        raise Missing(f"conversation {cid!r} has no saved replay {run} (`replay --save` keeps one)")
+    when, replay = found
+    return ReplayRunPage(conversation=cid, id=run, created_at=when, replay=replay, chart_svg=svg_chart(replay))

@@ -5,6 +5,7 @@ inert, and a database left exactly as it was."""
 from __future__ import annotations
 
 import hashlib
+import os
 import html
 import re
 from pathlib import Path
@@ -310,3 +311,64 @@ def test_postgresql_reads_carry_a_statement_timeout(postgres_database_factory):
         with store.reading() as db:
             assert db.one("SHOW statement_timeout") == "2500ms"
             assert db.one("SHOW transaction_read_only") == "on"
+
+
+def test_a_saved_replay_is_listed_and_drawn(tmp_path):
+    from ..cli_runner import run
+
+    db = tmp_path / "replayed.db"
+    build(str(db))
+    before = digest(db)
+    with TestClient(create_app(db)) as client:
+        assert client.get("/c/demo/replay.json").json()["runs"] == []
+        run("replay", db, "demo", "-t", "noop", "-t", "recent,max_events=40", "--save")
+        assert digest(db) != before  # --save writes; without it, replay only reads
+        runs = client.get("/c/demo/replay.json").json()["runs"]
+        assert len(runs) == 1 and runs[0]["strategies"][1:] == ["noop", "recent,max_events=40"]
+        page = client.get(f"/c/demo/replay/{runs[0]['id']}.json").json()
+        assert [s["label"] for s in page["replay"]["strategies"]] == ["recorded"] + runs[0]["strategies"][1:]
+        drawn = client.get(f"/c/demo/replay/{runs[0]['id']}").text
+        assert "<svg" in drawn and "recent,max_events=40" in drawn
+        assert client.get("/c/demo/replay/999").status_code == 404
+
+
+def test_replay_save_on_a_read_only_file_says_so_and_writes_nothing():
+    import shutil
+    import stat
+    import tempfile
+
+    from ..cli_runner import run
+
+    # A folder the unprivileged user can reach (pytest's own is root's alone), then made
+    # read-only with the file in it.
+    folder = Path(tempfile.mkdtemp(prefix="ohm-ro-"))
+    try:
+        os.chmod(folder, 0o755)
+        db = folder / "ro.db"
+        build(str(db))
+        before = digest(db)
+        os.chmod(db, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        os.chmod(folder, 0o555)
+        result = subprocess_run(db)
+        os.chmod(folder, 0o755)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert "read-only" in result.stderr and "nothing was written" in result.stderr
+        assert digest(db) == before
+        assert run("replay", db, "demo", "-t", "noop").exit_code == 0  # without --save it only reads
+    finally:
+        os.chmod(folder, 0o755)
+        shutil.rmtree(folder)
+
+
+def subprocess_run(db: Path):
+    """``replay --save`` as a user without root's power over file modes (setpriv drops it)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    else:
+        prefix = []
+    return subprocess.run([*prefix, sys.executable, "-m", "openhands_memory.cli", "replay", str(db), "demo",
+                           "-t", "noop", "--save"], capture_output=True, text=True, timeout=120)
