@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import CONVERSATION, Figure, Session, add_arguments, database, human, median, print_figures, ratio_figure  # noqa: E402
+from bench.common import CONVERSATION, Figure, Session, add_arguments, database, median, print_figures, ratio_figure  # noqa: E402
 
 TARGET_MS = 100.0
 

@@ -24,7 +24,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import OpenHandsMemoryError
-from . import pages
+from . import call_page, pages
+from .reading import Missing
 from .timeline import Timelines
 
 HERE = Path(__file__).resolve().parent
@@ -154,8 +155,8 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
         return pages.conversation_page(store(), timelines, r.path_params["cid"],
                                        _int(r.query_params.get("cond_after"), -1), _branch(r))
 
-    def call(r: Request) -> pages.CallPage:
-        return pages.call_page(store(), timelines, r.path_params["cid"], r.path_params["n"],
+    def call(r: Request) -> call_page.CallPage:
+        return call_page.call_page(store(), timelines, r.path_params["cid"], r.path_params["n"],
                                _int(r.query_params.get("forgot_before"), None), _branch(r))
 
     def event(r: Request) -> pages.EventPage:
@@ -208,7 +209,7 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
     routes.append(Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"))
 
     def missing(request: Request, exc: Exception) -> Response:
-        message = str(exc) if isinstance(exc, (pages.Missing, OpenHandsMemoryError)) else "no such page"
+        message = str(exc) if isinstance(exc, (Missing, OpenHandsMemoryError)) else "no such page"
         if request.url.path.endswith(".json"):
             return JSONResponse({"error": message}, status_code=404, headers=HEADERS)
         body = env.get_template("missing.html").render(message=message, request=request, db=_label(location))
@@ -225,7 +226,7 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
 
     app = Starlette(
         routes=routes,
-        exception_handlers={404: missing, pages.Missing: missing, ConversationNotFound: missing,
+        exception_handlers={404: missing, Missing: missing, ConversationNotFound: missing,
                             EventNotFound: missing, OpenHandsMemoryError: refused},
         lifespan=_closing(stores),
     )

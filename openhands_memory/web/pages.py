@@ -19,25 +19,23 @@ from ..inspection.branches import tree_order
 from ..inspection.history import on_path
 from ..storage.codec import decode
 from ..view.rendering import clip, describe
-from .timeline import CHARS_PER_TOKEN, Sweep, Timelines, call_at, sampled
+from .reading import (LIST_TEXT, ForgottenGroup, Missing, forgotten_group, hiders_of, open_conversation, ranges_of,
+                      runs_text, sweep_of)
+from .timeline import Timelines, call_at, sampled
 
 if TYPE_CHECKING:
-    from ..conversation import Conversation, EventStore
-    from ..events import Event
+    from ..conversation import EventStore
 
-#: Characters of an event's text shown in lists; the event's own page shows it whole.
-LIST_TEXT = 2_000
 CONVERSATIONS_PAGE = 50
+
+
 EVENTS_PAGE = 200
+
+
 CONDENSATIONS_PAGE = 50
-FORGOTTEN_GROUPS_PAGE = 10
-FORGOTTEN_EVENTS_SHOWN = 20
-VIEW_HEAD, VIEW_TAIL = 40, 400  # a view longer than both is shown by its ends, paged between
+
+
 CHART_POINTS = 1_000
-
-
-class Missing(LookupError):
-    """What a URL names does not exist: the page says what is missing (HTTP 404)."""
 
 
 # --- the list of conversations ------------------------------------------------------------
@@ -67,7 +65,7 @@ def index_page(store: "EventStore", timelines: Timelines, after: str = "", q: st
     more = len(rows) > CONVERSATIONS_PAGE
     items = []
     for cid, created, _meta, _head, last in rows[:CONVERSATIONS_PAGE]:
-        sweep = _sweep(store, timelines, cid)
+        sweep = sweep_of(store, timelines, cid)
         with store.reading() as db:
             conds, jumps, pins = db.conversation_counts(cid)
             stamp = db.timestamp_of(cid, last) if last is not None else None
@@ -137,29 +135,10 @@ class ConversationPage(BaseModel):
     pins: list[PinItem]
 
 
-def _sweep(store: "EventStore", timelines: Timelines, cid: str, branch: int | None = None) -> Sweep:
-    """The calls on HEAD's path, or on the path to event ``branch`` (a leaf of another
-    branch)."""
-    timeline = timelines.get(cid)
-    with timeline.lock:
-        with store.reading() as db:
-            timeline.refresh(db)
-            if branch is not None and not 0 <= branch <= db.last_seq(cid):
-                raise Missing(f"conversation {cid!r} has no event {branch} for a branch to end at")
-            path = db.path(cid, branch)
-        return timeline.sweep(path)
-
-
-def open_conversation(store: "EventStore", cid: str) -> "Conversation":
-    if not store.has_conversation(cid):
-        raise Missing(f"no conversation {cid!r} in this database")
-    return store.conversation(cid)
-
-
 def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_after: int = -1,
                       branch: int | None = None) -> ConversationPage:
     conv = open_conversation(store, cid)
-    sweep = _sweep(store, timelines, cid, branch)
+    sweep = sweep_of(store, timelines, cid, branch)
     timeline = timelines.get(cid)
     head = conv.head
     with store.reading() as db:
@@ -179,7 +158,7 @@ def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_
         forgot = runs.get(seq, [])
         conds.append(CondensationItem(
             seq=seq, strategy=strategy, reason=reason, forgotten=ranges.count(forgot),
-            forgotten_ranges=_runs_text(forgot), tokens_before=before, tokens_after=after,
+            forgotten_ranges=runs_text(forgot), tokens_before=before, tokens_after=after,
             summary=length is not None, cost_usd=cost_by.get(seq), before_call=call_at(sweep, seq) + 1,
         ))
     branches = conv.branches()
@@ -194,7 +173,7 @@ def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_
         condensations=conds, condensations_after=cond_after if cond_after >= 0 else None,
         condensations_next=conds[-1].seq if len(sizes) > CONDENSATIONS_PAGE and conds else None,
         branches=[BranchItem(leaf=b.leaf, length=b.length, fork=b.fork, head=b.head,
-                             drawing=f"{indent}{connector}{b.leaf}", path=_runs_text(b.path))
+                             drawing=f"{indent}{connector}{b.leaf}", path=runs_text(b.path))
                   for b, indent, connector in tree_order(branches)],
         pins=[PinItem(seq=p.seq, mode=p.mode, at=p.at, label=p.label) for p in conv.pins()],
     )
@@ -209,187 +188,6 @@ def _context_limit(config: dict[str, Any] | None) -> int | None:
         if isinstance(value, int) and value > 0:
             return value
     return None
-
-
-def _runs_text(runs: list[ranges.Run]) -> str:
-    return ", ".join(f"{s}..{e}" if e > s else f"{s}" for s, e in runs)
-
-
-# --- the view at a model call -------------------------------------------------------------
-
-
-class ViewItem(BaseModel):
-    position: int
-    seq: int | None
-    kind: str
-    role: str  # system, summary, pin (re-injected), event
-    tool: str | None
-    tokens: int
-    estimated: bool
-    text: str
-    clipped: bool
-
-
-class ForgottenEvent(BaseModel):
-    seq: int
-    kind: str
-    tool: str | None
-    text: str
-    clipped: bool
-
-
-class ForgottenGroup(BaseModel):
-    condensation: int
-    strategy: str | None
-    reason: str | None
-    ranges: str
-    count: int
-    events: list[ForgottenEvent]
-
-
-class Change(BaseModel):
-    added: str  # ids new in this view, as runs
-    added_count: int
-    forgotten: list[ForgottenGroup]  # condensations between the two calls
-    summary_written: bool
-
-
-class CallPage(BaseModel):
-    conversation: str
-    branch: int | None
-    call: int
-    calls: int
-    seq: int  # the first event of the model's answer
-    at: int  # the view is the one right after this event
-    tokens: int
-    estimated: bool
-    makeup: dict[str, int]  # tokens by kind
-    view_length: int
-    view: list[ViewItem]
-    view_gap: tuple[int, int] | None  # positions left out of a long view's listing
-    forgotten: list[ForgottenGroup]
-    forgotten_groups: int
-    forgotten_before: int | None  # the next page of groups: those before this condensation
-    change: Change | None
-    previous: int | None
-    next: int | None
-
-
-def call_page(store: "EventStore", timelines: Timelines, cid: str, n: int,
-              forgot_before: int | None = None, branch: int | None = None) -> CallPage:
-    conv = open_conversation(store, cid)
-    sweep = _sweep(store, timelines, cid, branch)
-    if not 1 <= n <= len(sweep.calls):
-        raise Missing(f"conversation {cid!r} has {len(sweep.calls):,} model calls; there is no call {n}")
-    seq = sweep.calls[n - 1].seq
-    at = seq - 1
-    view = conv.view(at=at) if at >= 0 else None
-    events = list(view.events) if view is not None else []
-    counts = _counts(store, cid, view)
-    items = [_view_item(i, e, counts) for i, e in enumerate(events)]
-    makeup: dict[str, int] = {}
-    for item in items:
-        makeup[item.kind] = makeup.get(item.kind, 0) + item.tokens
-    shown, gap = items, None
-    if len(items) > VIEW_HEAD + VIEW_TAIL:
-        shown, gap = items[:VIEW_HEAD] + items[-VIEW_TAIL:], (VIEW_HEAD, len(items) - VIEW_TAIL - 1)
-    groups, total, nxt = _forgotten(store, conv, at, forgot_before)
-    change = None
-    if n > 1:
-        change = _change(store, conv, sweep.calls[n - 2].seq - 1, at, view)
-    return CallPage(
-        conversation=cid, branch=branch, call=n, calls=len(sweep.calls), seq=seq, at=at,
-        tokens=sum(i.tokens for i in items), estimated=any(i.estimated for i in items), makeup=makeup,
-        view_length=len(items), view=shown, view_gap=gap, forgotten=groups, forgotten_groups=total,
-        forgotten_before=nxt, change=change,
-        previous=n - 1 if n > 1 else None, next=n + 1 if n < len(sweep.calls) else None,
-    )
-
-
-def _counts(store: "EventStore", cid: str, view: Any) -> dict[int, tuple[int, bool]]:
-    """(tokens, estimated) of the view's stored events: the cached count, else the timeline's
-    estimate from the event's JSON (so the page and the chart agree)."""
-    if view is None:
-        return {}
-    with store.reading() as db:
-        rows = db.token_sizes(cid, view.intervals)
-    return {seq: (count, False) if count is not None else (-(-(length or 0) // CHARS_PER_TOKEN), True)
-            for seq, count, length in rows}
-
-
-def _view_item(position: int, e: "Event", counts: dict[int, tuple[int, bool]]) -> ViewItem:
-    text = describe(e)
-    stored = counts.get(e.seq) if e.seq is not None else None
-    tokens, estimated = stored if stored is not None else (-(-len(text) // CHARS_PER_TOKEN), True)
-    role = {"SystemPromptEvent": "system", "CondensationSummaryEvent": "summary",
-            "PinnedContextEvent": "pin"}.get(e.kind, "event")  # type: ignore[attr-defined]
-    shown = clip(text, LIST_TEXT)
-    return ViewItem(
-        position=position, seq=e.seq, kind=e.kind, role=role, tool=getattr(e, "tool_name", None),  # type: ignore[attr-defined]
-        tokens=tokens, estimated=estimated,
-        text=shown, clipped=len(shown) < len(text),
-    )
-
-
-def _forgotten(store: "EventStore", conv: "Conversation", at: int,
-               before: int | None) -> tuple[list[ForgottenGroup], int, int | None]:
-    """What was forgotten by event ``at`` on its path: each condensation with the ranges it
-    forgot, newest first, a page at a time (read by key: the page's cost does not grow with
-    the history)."""
-    if at < 0:
-        return [], 0, None
-    bound = at + 1 if before is None else min(before, at + 1)
-    with store.reading() as db:
-        path = db.path(conv.id, at)
-        total = db.condensations_upto(conv.id, at)
-        found = [c for c in db.condensations_before(conv.id, bound, 3 * FORGOTTEN_GROUPS_PAGE) if on_path(path, c)]
-        page = found[:FORGOTTEN_GROUPS_PAGE]
-        runs = {c: db.ranges_of(conv.id, c) for c in page}
-    groups = [_group(store, conv, c, runs[c]) for c in page if runs[c]]
-    return groups, total, page[-1] if len(found) > FORGOTTEN_GROUPS_PAGE else None
-
-
-def _group(store: "EventStore", conv: "Conversation", cond: int, runs: list[ranges.Run]) -> ForgottenGroup:
-    with store.reading() as db:
-        detail = db.condensation_detail(conv.id, cond)
-    strategy, reason = (detail[0], detail[1]) if detail else (None, None)
-    shown: list[ForgottenEvent] = []
-    for s, e in runs:
-        for event in conv.events(s, min(e + 1, s + FORGOTTEN_EVENTS_SHOWN - len(shown))):
-            text = describe(event)
-            cut = clip(text, LIST_TEXT)
-            shown.append(ForgottenEvent(seq=event.seq or 0, kind=event.kind, tool=getattr(event, "tool_name", None),  # type: ignore[attr-defined]
-                                        text=cut, clipped=len(cut) < len(text)))
-        if len(shown) >= FORGOTTEN_EVENTS_SHOWN:
-            break
-    return ForgottenGroup(condensation=cond, strategy=strategy, reason=reason, ranges=_runs_text(runs),
-                          count=ranges.count(runs), events=shown)
-
-
-def _change(store: "EventStore", conv: "Conversation", before_at: int, at: int, view: Any) -> Change:
-    """What changed between the views right after ``before_at`` and right after ``at``."""
-    earlier = conv.view(at=before_at) if before_at >= 0 else None
-    old_ids = set() if earlier is None else {e.seq for e in earlier.events if e.seq is not None}
-    new_ids = [e.seq for e in view.events if e.seq is not None] if view is not None else []
-    added = [s for s in new_ids if s not in old_ids]
-    with store.reading() as db:
-        path = db.path(conv.id, at)
-        conds = [c for c in db.condensation_ids(conv.id, before_at) if c <= at and on_path(path, c)]
-    groups = [_group(store, conv, c, _ranges_of(store, conv.id, c)) for c in sorted(conds)]
-    summary = any(_has_summary(store, conv.id, c) for c in conds)
-    return Change(added=_runs_text(ranges.runs_of(added)), added_count=len(added), forgotten=groups,
-                  summary_written=summary)
-
-
-def _ranges_of(store: "EventStore", cid: str, cond: int) -> list[ranges.Run]:
-    with store.reading() as db:
-        return db.ranges_of(cid, cond)
-
-
-def _has_summary(store: "EventStore", cid: str, cond: int) -> bool:
-    with store.reading() as db:
-        detail = db.condensation_detail(cid, cond)
-    return bool(detail and detail[2] is not None)
 
 
 # --- one event ----------------------------------------------------------------------------
@@ -426,8 +224,8 @@ def event_page(store: "EventStore", timelines: Timelines, cid: str, seq: int) ->
         partner = db.tool_partner(cid, seq, call_id) if call_id else None
     leaves = [b.leaf for b in conv.branches() if on_path(b.path, seq)]
     pins = {p.seq: p.at for p in conv.pins()}
-    sweep = _sweep(store, timelines, cid)
-    hidden_by = _hidden_by(store, timelines, cid, [seq])[seq]
+    sweep = sweep_of(store, timelines, cid)
+    hidden_by = hiders_of(store, timelines, cid, [seq])[seq]
     first_without = None
     if hidden_by is not None:
         k = call_at(sweep, hidden_by)
@@ -439,17 +237,6 @@ def event_page(store: "EventStore", timelines: Timelines, cid: str, seq: int) ->
         partner=partner, previous=seq - 1 if seq > 0 else None, next=seq + 1 if seq < last else None,
         hidden_by=hidden_by, first_call_without=first_without, branches=leaves, pinned_by=pins.get(seq),
     )
-
-
-def _hidden_by(store: "EventStore", timelines: Timelines, cid: str, seqs: list[int]) -> dict[int, int | None]:
-    """Which condensation first hid each event (``inspection.history``'s rule), from the
-    conversation's timeline rather than a read of every forgotten range."""
-    timeline = timelines.get(cid)
-    with timeline.lock:
-        with store.reading() as db:
-            timeline.refresh(db)
-            path = db.path(cid)
-        return timeline.hidden_by(seqs, path)
 
 
 # --- one condensation ---------------------------------------------------------------------
@@ -491,12 +278,12 @@ def condensation_page(store: "EventStore", timelines: Timelines, cid: str, seq: 
     if detail is None:
         raise Missing(f"conversation {cid!r} has no condensation {seq}")
     strategy, reason, summary, offset, config, before, after = detail
-    sweep = _sweep(store, timelines, cid)
+    sweep = sweep_of(store, timelines, cid)
     k = call_at(sweep, seq)
     return CondensationPage(
         conversation=cid, seq=seq, strategy=strategy, reason=reason, config=config, tokens_before=before,
         tokens_after=after, summary=summary, summary_offset=offset,
-        forgotten=_group(store, conv, seq, _ranges_of(store, cid, seq)),
+        forgotten=forgotten_group(store, conv, seq, ranges_of(store, cid, seq)),
         calls=[LedgerCall(strategy=r[1], purpose=r[2], model=r[3], prompt_tokens=r[4], completion_tokens=r[5],
                           cost_usd=r[6], latency_s=r[7], outcome=r[8], error=r[9], attempts=r[10]) for r in ledger],
         before_call=k + 1 if k < len(sweep.calls) else None,
@@ -535,7 +322,7 @@ def events_page(store: "EventStore", timelines: Timelines, cid: str, after: int 
         rows = db.event_list(cid, after, EVENTS_PAGE + 1, kinds)
         path = db.path(cid)
     page = rows[:EVENTS_PAGE]
-    hiders = _hidden_by(store, timelines, cid, [r[0] for r in page])
+    hiders = hiders_of(store, timelines, cid, [r[0] for r in page])
     pinned = {p.seq for p in conv.pins()}
     items = []
     for seq, kind, source, stamp, tool, visible, tokens, payload in page:
@@ -580,6 +367,8 @@ class SearchPage(BaseModel):
 
 
 SEARCH_CONVERSATIONS = 20
+
+
 SEARCH_HITS = 50
 
 
@@ -598,7 +387,7 @@ def search_page(store: "EventStore", timelines: Timelines, q: str, cid: str | No
     try:
         for one in ids:
             found = store.conversation(one).search(q, limit=SEARCH_HITS, scope=scope)  # type: ignore[arg-type]
-            sweep = _sweep(store, timelines, one) if any(h.hidden_by is not None for h in found) else None
+            sweep = sweep_of(store, timelines, one) if any(h.hidden_by is not None for h in found) else None
             for h in found:
                 first = None
                 if h.hidden_by is not None and sweep is not None:

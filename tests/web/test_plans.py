@@ -12,6 +12,7 @@ import pytest
 
 from openhands_memory.conversation import EventStore
 from openhands_memory.web import pages
+from openhands_memory.web.call_page import call_page
 from openhands_memory.web.timeline import Timelines
 
 from ..test_query_plans import Recorder, bad_lines, build, pg_bad_nodes, plan
@@ -39,7 +40,7 @@ def crawl(store: EventStore) -> None:
     info = pages.conversation_page(store, timelines, "sdk")
     assert info.calls > 100 and info.condensations
     for n in (1, info.calls // 2, info.calls):
-        pages.call_page(store, timelines, "sdk", n)
+        call_page(store, timelines, "sdk", n)
     pages.event_page(store, timelines, "sdk", 700)
     pages.condensation_page(store, timelines, "sdk", info.condensations[0].seq)
     pages.events_page(store, timelines, "sdk", 600)
