@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 
 
 FORGOTTEN_GROUPS_PAGE = 10
-
-
 VIEW_HEAD, VIEW_TAIL = 40, 400  # a view longer than both is shown by its ends, paged between
 
 

@@ -27,14 +27,8 @@ if TYPE_CHECKING:
     from ..conversation import EventStore
 
 CONVERSATIONS_PAGE = 50
-
-
 EVENTS_PAGE = 200
-
-
 CONDENSATIONS_PAGE = 50
-
-
 CHART_POINTS = 1_000
 
 
@@ -367,8 +361,6 @@ class SearchPage(BaseModel):
 
 
 SEARCH_CONVERSATIONS = 20
-
-
 SEARCH_HITS = 50
 
 

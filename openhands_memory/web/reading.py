@@ -17,11 +17,7 @@ if TYPE_CHECKING:
 
 
 #: Characters of an event's text shown in lists; the event's own page shows it whole.
-
-
 LIST_TEXT = 2_000
-
-
 FORGOTTEN_EVENTS_SHOWN = 20
 
 
