@@ -21,7 +21,7 @@ from ..storage.codec import decode
 from ..view.rendering import clip, describe
 from .reading import (LIST_TEXT, ForgottenGroup, Missing, forgotten_group, hiders_of, open_conversation, ranges_of,
                       runs_text, sweep_of)
-from .timeline import Timelines, call_at, sampled
+from .timeline import Timelines, call_at
 
 if TYPE_CHECKING:
     from ..conversation import EventStore
@@ -160,8 +160,8 @@ def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_
         id=cid, metadata=conv.metadata, events=last + 1, head=head, branch=branch, calls=len(sweep.calls),
         condensation_count=cond_count,
         estimated_tokens=timeline.rows.estimated,
-        chart=[ChartPoint(call=p.n, seq=p.seq, tokens=p.tokens) for p in sampled(sweep.calls, CHART_POINTS)],
-        marks=sorted({m.before_call for m in sweep.marks}),
+        chart=[ChartPoint(call=p.n, seq=p.seq, tokens=p.tokens) for p in sweep.sampled(CHART_POINTS)],
+        marks=sweep.marked(CHART_POINTS),
         context_limit=_context_limit(limit_config),
         summarizer_cost_usd=round(cost, 6),
         condensations=conds, condensations_after=cond_after if cond_after >= 0 else None,

@@ -9,7 +9,7 @@ written since. So a page about call N costs what the view at N costs, not what t
 does.
 
 Input tokens at a call: the tokens of the events visible on the path before it (the cached
-counts; an event never counted is estimated at a token per four characters of its JSON,
+counts; an event never counted is estimated at a token per four bytes of its JSON,
 and the figure says so), less what the condensations in force had forgotten, plus the
 latest summary.
 """
@@ -112,10 +112,29 @@ class Sweep:
     calls: list[Point] = field(default_factory=list)
     seqs: array = field(default_factory=lambda: array("q"))  # the calls' first ids, for bisection
     marks: list[Mark] = field(default_factory=list)
-    hidden: list[ranges.Run] = field(default_factory=list)
+    hidden: "Runs" = field(default_factory=lambda: Runs())
     running: int = 0  # tokens of the visible, not hidden, events so far
     summary: int = 0
     recent: dict[int, None] = field(default_factory=dict)
+    _sampled: tuple[int, list[Point]] | None = None
+    _marked: tuple[int, list[int]] | None = None
+
+    def sampled(self, most: int) -> list[Point]:
+        """``sampled(self.calls, most)``, kept until a call is added."""
+        if self._sampled is None or self._sampled[0] != len(self.calls):
+            self._sampled = (len(self.calls), sampled(self.calls, most))
+        return self._sampled[1]
+
+    def marked(self, most: int) -> list[int]:
+        """The calls the condensations came before, at most ``most`` of them: where more
+        than that fall on one chart, one per bucket of calls (a line per pixel or so)."""
+        if self._marked is None or self._marked[0] != len(self.marks):
+            calls = sorted({m.before_call for m in self.marks})
+            if len(calls) > most:
+                size = max(len(self.calls), 1) / most
+                calls = sorted({int((c - 1) // size * size) + 1 for c in calls})
+            self._marked = (len(self.marks), calls)
+        return self._marked[1]
 
     def extend(self, rows: _Rows, conds: dict[int, _Condensation], upto: int) -> None:
         kinds, responses, tokens = rows.kinds, rows.responses, rows.tokens
@@ -141,11 +160,39 @@ class Sweep:
             return
         # Only ids on the path were counted in; only those not hidden already come out.
         for s, e in ranges.within(ranges.merge(cond.runs), self.path):
-            for a, b in ranges.complement(self.hidden, min(e, seq - 1), s):
+            for a, b in self.hidden.add(s, min(e, seq - 1)):
                 self.running -= sum(tokens[a : b + 1])
-        self.hidden = ranges.merge([*self.hidden, *cond.runs])
         if cond.summary_tokens is not None:
             self.summary = cond.summary_tokens
+
+
+class Runs:
+    """Sorted, disjoint id runs, kept as two lists of starts and ends: a run is added by
+    bisection, so a history of many condensations costs n log n, where merging every run
+    again at each condensation cost n squared."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def add(self, s: int, e: int) -> list[ranges.Run]:
+        """Add ``s..e``; return its parts that were not in a run already."""
+        if s > e:
+            return []
+        starts, ends = self.starts, self.ends
+        i = bisect.bisect_left(ends, s - 1)  # the first run that ends at or after s - 1
+        j, cur, new = i, s, []
+        while j < len(starts) and starts[j] <= e + 1:  # runs touching s..e
+            if starts[j] > cur:
+                new.append((cur, min(starts[j] - 1, e)))
+            cur = max(cur, ends[j] + 1)
+            j += 1
+        if cur <= e:
+            new.append((cur, e))
+        lo = min(s, starts[i]) if i < j else s
+        hi = max(e, ends[j - 1]) if i < j else e
+        starts[i:j], ends[i:j] = [lo], [hi]
+        return new
 
 
 class Timeline:
@@ -159,7 +206,7 @@ class Timeline:
         self.lock = threading.Lock()
         # (start, end, condensation) spans, each id under the first condensation that hid
         # it: on a path (its condensations only), and everywhere; rebuilt as condensations land.
-        self._spans: dict[tuple[ranges.Run, ...] | None, list[tuple[int, int, int]]] = {}
+        self._spans: dict[tuple[ranges.Run, ...] | None, tuple[list[tuple[int, int, int]], list[int]]] = {}
         self._spans_of = -1
 
     def hidden_by(self, seqs: list[int], path: list[ranges.Run]) -> dict[int, int | None]:
@@ -169,12 +216,12 @@ class Timeline:
             self._spans, self._spans_of = {}, len(self.conds)
         out: dict[int, int | None] = {}
         for key in (tuple(path), None):
-            spans = self._spans.get(key)
-            if spans is None:
-                spans = self._spans[key] = first_hiders([
-                    (c, s, e) for c, cond in self.conds.items() if key is None or on_path(path, c)
-                    for s, e in cond.runs])
-            starts = [s for s, _, _ in spans]
+            found = self._spans.get(key)
+            if found is None:
+                spans = first_hiders([(c, s, e) for c, cond in self.conds.items() if key is None or on_path(path, c)
+                                      for s, e in cond.runs])
+                found = self._spans[key] = (spans, [s for s, _, _ in spans])
+            spans, starts = found
             for seq in seqs:
                 if seq in out or (key is not None and not on_path(path, seq)):
                     continue

@@ -77,6 +77,9 @@ class PostgresSession(Session):
     def results_near(self, cid: str, seq: int, call_id: str, span: int = 256) -> list[int]:
         return [] if "\x00" in call_id else super().results_near(cid, seq, call_id, span)
 
+    def byte_length(self, column: str) -> str:
+        return f"OCTET_LENGTH({column})"
+
     def no_index(self, column: str) -> str:
         # An expression the planner cannot match to an index (SQLite's unary plus does not
         # parse on text here): without it, "id < ?" on the primary key can win over the uid

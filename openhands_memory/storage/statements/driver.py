@@ -212,6 +212,11 @@ class Driver:
         unary plus); PostgreSQL's planner needs no such hint."""
         return f"+{column}"
 
+    def byte_length(self, column: str) -> str:
+        """A text column's size in bytes, without counting its characters (SQLite's
+        ``LENGTH`` of text walks the UTF-8; of a blob it reads the header)."""
+        return f"LENGTH(CAST({column} AS BLOB))"
+
 
 def _json(value: Any) -> Any:
     """A JSON column's value: SQLite hands back text, PostgreSQL the decoded object."""

@@ -42,11 +42,11 @@ class InspectorStatements(Driver):
         return conds, jumps, pins
 
     def timeline_rows(self, cid: str, after: int, limit: int) -> list[tuple]:
-        """(id, kind, source, llm_response_id, llm_visible, token_count, payload length when
+        """(id, kind, source, llm_response_id, llm_visible, token_count, payload bytes when
         no count is cached) of the rows after ``after``, oldest first, at most ``limit``."""
         return self.all(
             "SELECT id, kind, source, llm_response_id, llm_visible, token_count, "
-            "CASE WHEN token_count IS NULL AND llm_visible THEN LENGTH(payload) END "
+            f"CASE WHEN token_count IS NULL AND llm_visible THEN {self.byte_length('payload')} END "
             f"FROM event WHERE conversation_id = ? AND id > ? ORDER BY id LIMIT {int(limit)}",
             (cid, after),
         )
@@ -55,7 +55,7 @@ class InspectorStatements(Driver):
         """(id, cached token count, payload length when there is no count) of the LLM-visible
         rows in ``intervals``: a view's sizes as the timeline reckons them."""
         return [tuple(r) for r in self.over_intervals(  # type: ignore[attr-defined]
-            cid, intervals, "ev.id, ev.token_count, CASE WHEN ev.token_count IS NULL THEN LENGTH(ev.payload) END",
+            cid, intervals, f"ev.id, ev.token_count, CASE WHEN ev.token_count IS NULL THEN {self.byte_length('ev.payload')} END",
             " AND ev.llm_visible", ordered=False,
         )]
 
