@@ -234,9 +234,17 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
     return app
 
 
+#: Threads that run page handlers at once, each with its store (a connection of its own):
+#: enough for a few people's browsers, few enough not to take a server's connections.
+THREADS = 4
+
+
 def _closing(stores: Stores) -> Any:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        import anyio.to_thread
+
+        anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
         try:
             yield
         finally:
