@@ -10,10 +10,10 @@ which is not shared between threads).
 from __future__ import annotations
 
 import math
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 import threading
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Iterator
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -40,30 +40,37 @@ HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
 
 
 class Stores:
-    """A read-only store per thread over one database, all closed with the app."""
+    """Read-only stores over one database, lent to one request at a time and kept for the
+    next (a store holds one connection, which two threads must not share); all closed with
+    the app. At most as many are made as requests run at once (``THREADS``)."""
 
     def __init__(self, location: str | Path, statement_timeout: float):
         self.location = location
         self.statement_timeout = statement_timeout
-        self._local = threading.local()
+        self._idle: list[Any] = []
         self._all: list[Any] = []
         self._lock = threading.Lock()
 
-    def get(self) -> Any:
-        store = getattr(self._local, "store", None)
+    @contextmanager
+    def lease(self) -> Iterator[Any]:
+        with self._lock:
+            store = self._idle.pop() if self._idle else None
         if store is None:
             from ..conversation import EventStore
 
             store = EventStore(self.location, create=False, readonly=True,
                                statement_timeout=self.statement_timeout)
-            self._local.store = store
             with self._lock:
                 self._all.append(store)
-        return store
+        try:
+            yield store
+        finally:
+            with self._lock:
+                self._idle.append(store)
 
     def close(self) -> None:
         with self._lock:
-            stores, self._all = self._all, []
+            stores, self._all, self._idle = self._all, [], []
         for store in stores:
             store.close()
 
@@ -134,50 +141,50 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
     timelines = Timelines()
     env = _environment()
 
-    def page(template: str, build: Callable[[Request], Any]) -> Callable[[Request], Response]:
+    def page(template: str, build: Callable[[Request, Any], Any]) -> Callable[[Request], Response]:
         def html(request: Request) -> Response:
-            model = build(request)
+            with stores.lease() as store:
+                model = build(request, store)
             body = env.get_template(template).render(page=model, request=request, db=_label(location))
             return HTMLResponse(body, headers=HEADERS)
 
         def as_json(request: Request) -> Response:
-            return JSONResponse(build(request).model_dump(mode="json"), headers=HEADERS)
+            with stores.lease() as store:
+                model = build(request, store)
+            return JSONResponse(model.model_dump(mode="json"), headers=HEADERS)
 
         return html, as_json  # type: ignore[return-value]
 
-    def store() -> Any:
-        return stores.get()
+    def index(r: Request, store: Any) -> pages.IndexPage:
+        return pages.index_page(store, timelines, r.query_params.get("after", ""), r.query_params.get("q"))
 
-    def index(r: Request) -> pages.IndexPage:
-        return pages.index_page(store(), timelines, r.query_params.get("after", ""), r.query_params.get("q"))
-
-    def conversation(r: Request) -> pages.ConversationPage:
-        return pages.conversation_page(store(), timelines, r.path_params["cid"],
+    def conversation(r: Request, store: Any) -> pages.ConversationPage:
+        return pages.conversation_page(store, timelines, r.path_params["cid"],
                                        _int(r.query_params.get("cond_after"), -1), _branch(r))
 
-    def call(r: Request) -> call_page.CallPage:
-        return call_page.call_page(store(), timelines, r.path_params["cid"], r.path_params["n"],
+    def call(r: Request, store: Any) -> call_page.CallPage:
+        return call_page.call_page(store, timelines, r.path_params["cid"], r.path_params["n"],
                                _int(r.query_params.get("forgot_before"), None), _branch(r))
 
-    def event(r: Request) -> pages.EventPage:
-        return pages.event_page(store(), timelines, r.path_params["cid"], r.path_params["seq"])
+    def event(r: Request, store: Any) -> pages.EventPage:
+        return pages.event_page(store, timelines, r.path_params["cid"], r.path_params["seq"])
 
-    def condensation(r: Request) -> pages.CondensationPage:
-        return pages.condensation_page(store(), timelines, r.path_params["cid"], r.path_params["seq"])
+    def condensation(r: Request, store: Any) -> pages.CondensationPage:
+        return pages.condensation_page(store, timelines, r.path_params["cid"], r.path_params["seq"])
 
-    def events(r: Request) -> pages.EventsPage:
+    def events(r: Request, store: Any) -> pages.EventsPage:
         kinds = tuple(k for v in r.query_params.getlist("kind") for k in v.split(",") if k)
-        return pages.events_page(store(), timelines, r.path_params["cid"], _int(r.query_params.get("after"), -1), kinds)
+        return pages.events_page(store, timelines, r.path_params["cid"], _int(r.query_params.get("after"), -1), kinds)
 
-    def search(r: Request) -> pages.SearchPage:
+    def search(r: Request, store: Any) -> pages.SearchPage:
         q = r.query_params
-        return pages.search_page(store(), timelines, q.get("q", ""), q.get("c") or None, q.get("scope", "all"))
+        return pages.search_page(store, timelines, q.get("q", ""), q.get("c") or None, q.get("scope", "all"))
 
-    def replays(r: Request) -> pages.ReplaysPage:
-        return pages.replays_page(store(), r.path_params["cid"], _int(r.query_params.get("before"), None))
+    def replays(r: Request, store: Any) -> pages.ReplaysPage:
+        return pages.replays_page(store, r.path_params["cid"], _int(r.query_params.get("before"), None))
 
-    def replay_run(r: Request) -> pages.ReplayRunPage:
-        return pages.replay_run_page(store(), r.path_params["cid"], r.path_params["run"])
+    def replay_run(r: Request, store: Any) -> pages.ReplayRunPage:
+        return pages.replay_run_page(store, r.path_params["cid"], r.path_params["run"])
 
     routes = []
     for path, template, build in (

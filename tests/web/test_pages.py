@@ -294,9 +294,10 @@ def test_a_crawl_of_every_page_leaves_the_file_as_it_was_and_cannot_write(tmp_pa
         assert len(seen) > 100
         for method in ("post", "put", "delete"):
             assert getattr(client, method)("/c/demo").status_code == 405
-        with pytest.raises(Exception, match="read-only|readonly|write"):
-            with app.state.stores.get().writing("demo") as session:
-                session.set_metadata("demo", {"changed": True})
+        with app.state.stores.lease() as store:
+            with pytest.raises(Exception, match="read-only|readonly|write"):
+                with store.writing("demo") as session:
+                    session.set_metadata("demo", {"changed": True})
     assert digest(db) == before
 
 
@@ -307,8 +308,7 @@ def test_postgresql_reads_carry_a_statement_timeout(postgres_database_factory):
     app = create_app(location, statement_timeout=2.5)
     with TestClient(app) as client:
         assert client.get("/c/demo.json").status_code == 200
-        store = app.state.stores.get()
-        with store.reading() as db:
+        with app.state.stores.lease() as store, store.reading() as db:
             assert db.one("SHOW statement_timeout") == "2500ms"
             assert db.one("SHOW transaction_read_only") == "on"
 
@@ -372,3 +372,16 @@ def subprocess_run(db: Path):
         prefix = []
     return subprocess.run([*prefix, sys.executable, "-m", "openhands_memory.cli", "replay", str(db), "demo",
                            "-t", "noop", "--save"], capture_output=True, text=True, timeout=120)
+
+
+def test_requests_at_once_share_a_few_stores(location):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from openhands_memory.web.app import THREADS
+
+    app = create_app(location)
+    with TestClient(app) as client:
+        with ThreadPoolExecutor(12) as pool:
+            codes = list(pool.map(lambda n: client.get(f"/c/demo/call/{n}.json").status_code, range(1, 61)))
+        assert codes == [200] * 60
+        assert 1 <= len(app.state.stores._all) <= THREADS  # a connection each, never one per request
