@@ -72,9 +72,7 @@ def call_page(store: "EventStore", timelines: Timelines, cid: str, n: int,
     seq = sweep.calls[n - 1].seq
     at = seq - 1
     view = conv.view(at=at) if at >= 0 else None
-    events = list(view.events) if view is not None else []
-    counts = _counts(store, cid, view)
-    items = [_view_item(i, e, counts) for i, e in enumerate(events)]
+    items = _items(store, cid, view)
     makeup: dict[str, int] = {}
     for item in items:
         makeup[item.kind] = makeup.get(item.kind, 0) + item.tokens
@@ -94,28 +92,48 @@ def call_page(store: "EventStore", timelines: Timelines, cid: str, n: int,
     )
 
 
-def _counts(store: "EventStore", cid: str, view: Any) -> dict[int, tuple[int, bool]]:
-    """(tokens, estimated) of the view's stored events: the cached count, else the timeline's
-    estimate from the event's JSON (so the page and the chart agree)."""
+def _items(store: "EventStore", cid: str, view: Any) -> list[ViewItem]:
+    """The view's items. A stored event's kind, tool and size come from its row; only the
+    items the page lists (a long view's ends) and the derived ones (the summary, re-injected
+    pins) are decoded and rendered, so a view sent whole costs its rows, not its models."""
     if view is None:
-        return {}
+        return []
     with store.reading() as db:
-        rows = db.token_sizes(cid, view.intervals)
-    return {seq: (count, False) if count is not None else (-(-(length or 0) // CHARS_PER_TOKEN), True)
-            for seq, count, length in rows}
+        rows = {r[0]: r[1:] for r in db.view_item_rows(cid, view.intervals)}
+    seqs = view.seqs
+    listed = set(range(len(seqs))) if len(seqs) <= VIEW_HEAD + VIEW_TAIL else \
+        set(range(VIEW_HEAD)) | set(range(len(seqs) - VIEW_TAIL, len(seqs)))
+    items = []
+    for i, seq in enumerate(seqs):
+        row = rows.get(seq) if seq is not None else None
+        if row is not None and i not in listed:
+            kind, tool, count, size = row
+            tokens, estimated = (count, False) if count is not None else (-(-(size or 0) // CHARS_PER_TOKEN), True)
+            items.append(ViewItem(position=i, seq=seq, kind=kind, role=_role(kind), tool=tool, tokens=tokens,
+                                  estimated=estimated, text="", clipped=False))
+        else:
+            items.append(_view_item(i, view.events[i], row))
+    return items
 
 
-def _view_item(position: int, e: "Event", counts: dict[int, tuple[int, bool]]) -> ViewItem:
+def _role(kind: str) -> str:
+    return {"SystemPromptEvent": "system", "CondensationSummaryEvent": "summary",
+            "PinnedContextEvent": "pin"}.get(kind, "event")
+
+
+def _view_item(position: int, e: "Event", row: tuple | None) -> ViewItem:
+    """An item rendered: its text, and its size as the timeline reckons it (the cached count,
+    else a token per four bytes of its JSON; a derived item's text, by the same rule)."""
     text = describe(e)
-    stored = counts.get(e.seq) if e.seq is not None else None
-    tokens, estimated = stored if stored is not None else (-(-len(text) // CHARS_PER_TOKEN), True)
-    role = {"SystemPromptEvent": "system", "CondensationSummaryEvent": "summary",
-            "PinnedContextEvent": "pin"}.get(e.kind, "event")  # type: ignore[attr-defined]
+    if row is not None and row[2] is not None:
+        tokens, estimated = row[2], False
+    else:
+        size = row[3] if row is not None else len(text.encode())
+        tokens, estimated = -(-(size or 0) // CHARS_PER_TOKEN), True
     shown = clip(text, LIST_TEXT)
     return ViewItem(
-        position=position, seq=e.seq, kind=e.kind, role=role, tool=getattr(e, "tool_name", None),  # type: ignore[attr-defined]
-        tokens=tokens, estimated=estimated,
-        text=shown, clipped=len(shown) < len(text),
+        position=position, seq=e.seq, kind=e.kind, role=_role(e.kind), tool=getattr(e, "tool_name", None),  # type: ignore[attr-defined]
+        tokens=tokens, estimated=estimated, text=shown, clipped=len(shown) < len(text),
     )
 
 

@@ -385,3 +385,20 @@ def test_requests_at_once_share_a_few_stores(location):
             codes = list(pool.map(lambda n: client.get(f"/c/demo/call/{n}.json").status_code, range(1, 61)))
         assert codes == [200] * 60
         assert 1 <= len(app.state.stores._all) <= THREADS  # a connection each, never one per request
+
+
+def test_a_view_sent_whole_lists_its_ends_and_counts_every_item(tmp_path):
+    db = str(tmp_path / "whole.db")
+    with EventStore(db) as store:
+        events = [f.system(), f.user("go")]
+        for i in range(600):
+            events += [f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}", f"out {i}")]
+        events.append(f.agent_says("done"))
+        store.create_conversation("c").append_many(events)
+    with TestClient(create_app(db)) as client:
+        call = client.get("/c/c/call/601.json").json()  # the agent's message after 600 calls
+        assert call["view_length"] == 1_202
+        assert [i["position"] for i in call["view"]] == list(range(40)) + list(range(802, 1_202))
+        assert call["view_gap"] == [40, 801]
+        assert call["makeup"]["ObservationEvent"] > 0 and sum(call["makeup"].values()) == call["tokens"]
+        assert "more items" in client.get("/c/c/call/601").text

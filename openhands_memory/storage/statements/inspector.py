@@ -51,11 +51,12 @@ class InspectorStatements(Driver):
             (cid, after),
         )
 
-    def token_sizes(self, cid: str, intervals: Sequence[tuple[int, int]]) -> list[tuple[int, int | None, int | None]]:
-        """(id, cached token count, payload length when there is no count) of the LLM-visible
-        rows in ``intervals``: a view's sizes as the timeline reckons them."""
+    def view_item_rows(self, cid: str, intervals: Sequence[tuple[int, int]]) -> list[tuple]:
+        """(id, kind, tool_name, cached token count, payload bytes when there is no count) of
+        the LLM-visible rows in ``intervals``: a view's items without their JSON."""
         return [tuple(r) for r in self.over_intervals(  # type: ignore[attr-defined]
-            cid, intervals, f"ev.id, ev.token_count, CASE WHEN ev.token_count IS NULL THEN {self.byte_length('ev.payload')} END",
+            cid, intervals, "ev.id, ev.kind, ev.tool_name, ev.token_count, "
+            f"CASE WHEN ev.token_count IS NULL THEN {self.byte_length('ev.payload')} END",
             " AND ev.llm_visible", ordered=False,
         )]
 
