@@ -231,8 +231,8 @@ class _Builder:
             positions.append(position)
             texts.append(_reasoning_text(item, holder, len(holder.items) - 1, path if len(self.reasoning) == 1 else None))
         self.reasoning = []
-        joined = "\n".join(t for t in texts if t)
-        return positions, joined or None
+        found = [t for t in texts if t is not None]
+        return positions, "\n".join(found) if found else None
 
     # --- messages ------------------------------------------------------------------------
 
