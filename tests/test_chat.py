@@ -24,6 +24,7 @@ from openhands_memory.errors import ConfigError, MalformedChatItem
 from openhands_memory.inspection import doctor
 
 from .chat_items import (
+    SUMMARIZED_TEXT,
     Item,
     answers,
     calls_of,
@@ -176,7 +177,8 @@ def _in_order(out: list[Item], appended: list[Item]) -> bool:
 @given(data=st.data())
 def test_condensed_messages_are_always_valid(database_url, data):
     responses = data.draw(st.booleans())
-    turns = data.draw((responses_conversation if responses else chat_conversation)(min_turns=6, max_turns=20))
+    turns = data.draw((responses_conversation if responses else chat_conversation)(min_turns=6, max_turns=20,
+                                                                                   text=SUMMARIZED_TEXT))
     settings_ = data.draw(st.sampled_from(CONDENSERS))
     appended: list[Item] = []
     with ChatHistory(database_url, fresh_id(), condenser=settings_) as h:

@@ -12,12 +12,16 @@ given, with the summary and re-injected pins where the view has them.
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, Union
+
+import msgspec
 
 from .. import config
+from ..allocation import collector_paused
 from ..conversation import CondenseOutcome, Conversation, EventStore
 from ..errors import ConfigError, ConversationExists, MalformedEvent
 from ..events import (
@@ -34,7 +38,7 @@ from ..view import View
 from ..view.messages import Options, events_to_messages, result_turn, serialize, single_turn
 from ..view.observations import Text
 from ..view.stored import Pending, items_of
-from .items import CHAT, OUTPUT_TYPES, Item, as_item, kind_of, rebuild, to_events
+from .items import CHAT, OUTPUT_TYPES, Item, Parts, as_item, kind_of, made, parts, rebuild, to_events
 
 #: The kinds of event a ChatHistory writes (the others on a path are condensations, pins,
 #: requests, or events appended by other means).
@@ -101,9 +105,10 @@ class ChatHistory:
         except BaseException:
             self.close()
             raise
-        # Items by the id of the event holding them, as JSON text (events never change): what
-        # the view shows and what was appended since, so that a step renders only new events.
-        self._cache: dict[int, list[str]] = {}
+        # Items by the id of the event holding them, as skeletons and their strings (events
+        # never change): what the view shows and what was appended since, so that a step
+        # reads and parses only new events.
+        self._cache: dict[int, list[Parts]] = {}
         # Calls appended here and not answered yet: id -> (tool name, action's uid).
         self._calls: dict[str, tuple[str, str]] = {}
 
@@ -138,10 +143,10 @@ class ChatHistory:
         self._learn(mapped.events, seqs, mapped.held)
         return [seqs[h] for h in mapped.holders]
 
-    def _learn(self, events: Sequence[Event], seqs: Sequence[int], held: Sequence[list[Item]]) -> None:
+    def _learn(self, events: Sequence[Event], seqs: Sequence[int], held: Sequence[list[Parts]]) -> None:
         """What stored events tell this history: their items, and the calls still open."""
         for seq, items in zip(seqs, held):
-            self._cache[seq] = [json.dumps(i) for i in items]
+            self._cache[seq] = items
         for e in events:
             if e.kind == "ActionEvent":
                 self._calls[e.tool_call_id] = (e.tool_name, e.id)  # type: ignore[attr-defined]
@@ -199,11 +204,15 @@ class ChatHistory:
     def render(self, view: View) -> list[Item]:
         """A view as items: what was appended, the summary and re-injected pins as user
         messages, a result a strategy rewrote (masked) with its new text."""
+        with collector_paused():  # (a long view's items all live on: as the view's own rendering)
+            return self._render(view)
+
+    def _render(self, view: View) -> list[Item]:
         items = items_of(view.events)
         sources = self._sources(view, items)
         out: list[Item] = []
         foreign: list[int] = []  # positions of events written by other means, rendered as the view does
-        kept: dict[int, list[str]] = {}
+        kept: dict[int, list[Parts]] = {}
 
         def flush() -> None:
             if foreign:
@@ -222,21 +231,17 @@ class ChatHistory:
                 flush()
                 out.extend(_rewritten(view.events[pos], sources))
                 continue
-            texts = self._cache.get(seq)
-            if texts is None:
+            held = self._cache.get(seq)
+            if held is None:
                 src = sources[seq]
                 chat = _chat_of(src)
-                got = None if chat is None else rebuild(chat, _at(sources, seq, src))
-                if got is None:
+                held = None if chat is None else parts(chat, _at(sources, seq, src))
+                if held is None:
                     foreign.append(pos)
                     continue
-                texts = [json.dumps(i) for i in got]
-                flush()
-                out.extend(got)
-            else:
-                flush()
-                out.extend(json.loads(t) for t in texts)
-            kept[seq] = texts
+            flush()
+            out.extend(made(held))
+            kept[seq] = held
         flush()
         for seq in self._cache.keys() - kept.keys():  # appended, not in this view yet
             if seq > view.upto:
@@ -256,15 +261,22 @@ class ChatHistory:
                 if x.event is not None:
                     out[seq] = x.event
                 elif x.payload is not None:
-                    out[seq] = json.loads(x.payload)
+                    out[seq] = _decode(x.payload)
                 else:
                     unread.append(seq)
             else:
                 out[seq] = x
-        if unread:  # a long view keeps no JSON: read the rows again, in a few statements
+        if unread:  # a long view keeps no JSON: read the rows again, by ranges of ids
+            wanted = set(unread)
+            cid = self.conversation.id
             with self.store.reading() as db:
-                for seq, _, _, _, _, payload in db.event_rows(self.conversation.id, unread):
-                    out[seq] = json.loads(payload)
+                for s, e in view.intervals:
+                    lo, hi = bisect.bisect_left(unread, s), bisect.bisect_right(unread, e)
+                    if lo == hi:
+                        continue
+                    for seq, _, payload in _rows(db, cid, unread[lo], unread[hi - 1], page=4096):
+                        if seq in wanted:
+                            out[seq] = _decode(payload)
         return out
 
     def entries(self) -> list[Entry]:
@@ -361,10 +373,60 @@ def _open(store: EventStore, conversation_id: str, create: bool) -> Conversation
     return store.conversation(conversation_id)
 
 
+class _Part(msgspec.Struct):
+    text: Any = None
+    image_urls: Any = None
+    thinking: Any = None
+    signature: Any = None
+    data: Any = None
+
+
+class _Call(msgspec.Struct):
+    arguments: Any = None
+
+
+class _Message(msgspec.Struct):
+    content: list[_Part] = []
+    reasoning_content: Any = None
+    thinking_blocks: list[_Part] = []
+
+
+class _Observation(msgspec.Struct):
+    content: list[_Part] = []
+
+
+class _Row(msgspec.Struct):
+    """What ``items.parts`` reads of an event's JSON: its ``chat`` field and the fields its
+    holes point into (msgspec skips the rest without building it: ids, times, actions)."""
+
+    chat: Any = None
+    tool_call: Union[_Call, None] = None
+    thought: list[_Part] = []
+    reasoning_content: Any = None
+    thinking_blocks: list[_Part] = []
+    llm_message: Union[_Message, None] = None
+    observation: Union[_Observation, None] = None
+    system_prompt: Union[_Part, None] = None
+
+
+_ROW = msgspec.json.Decoder(_Row)
+
+
+def _decode(payload: str) -> Any:
+    """An event's JSON as far as its items need it (a ``_Row``); when it is not the shape
+    ChatHistory writes, the whole of it as Python values."""
+    try:
+        return _ROW.decode(payload)
+    except msgspec.ValidationError:
+        return msgspec.json.decode(payload)
+
+
 def _chat_of(src: Any) -> dict[str, Any] | None:
-    """An event's ``chat`` field, from its JSON or from the event."""
+    """An event's ``chat`` field, from its JSON (read whole or as a ``_Row``) or the event."""
     if isinstance(src, dict):
         return src.get(CHAT)
+    if type(src) is _Row:
+        return src.chat  # type: ignore[no-any-return]
     extra = src.__pydantic_extra__
     return extra.get(CHAT) if extra else None
 

@@ -35,6 +35,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import msgspec
+
 from ..errors import MalformedChatItem
 from ..events import (
     ActionEvent,
@@ -109,14 +111,19 @@ class Holder:
         return out
 
 
+#: An item as a skeleton (JSON text) and the strings that fill it: (where in the item, the
+#: string). Cheap to keep and to make a fresh item of: the strings are shared, not copied.
+Parts = tuple[str, list[tuple[Path, str]]]
+
+
 @dataclass
 class Mapped:
     """Items as events: ``events`` in order; ``holders[k]``: the index of the event holding
-    item ``k``; ``held[j]``: the items event ``j`` stands for."""
+    item ``k``; ``held[j]``: the items event ``j`` stands for, as ``Parts``."""
 
     events: list[Event]
     holders: list[int]
-    held: list[list[Item]]
+    held: list[list[Parts]]
 
 
 #: How a mapping learns the tool name and action id of a call made before these items.
@@ -180,9 +187,15 @@ def to_events(items: Sequence[Item], known: KnownCall, first_on_path: bool) -> M
     for position, item in enumerate(items):
         out.add(position, item)
     out.flush_reasoning()
+    held: list[list[Parts]] = []
     for event, holder in zip(out.events, out.holders):
-        event.__pydantic_extra__[CHAT] = holder.extra()  # type: ignore[index]  (made before its holes were known)
-    return Mapped(out.events, out.item_holder, [h.items for h in out.holders])
+        extra = holder.extra()
+        event.__pydantic_extra__[CHAT] = extra  # type: ignore[index]  (made before its holes were known)
+        fills: list[list[tuple[Path, str]]] = [[] for _ in holder.items]
+        for h in holder.holes:
+            fills[h.item].append((h.item_path, walk(holder.items[h.item], h.item_path)))
+        held.append(list(zip(extra["items"], fills)))
+    return Mapped(out.events, out.item_holder, held)
 
 
 class _Builder:
@@ -506,6 +519,10 @@ def _skeleton(item: Item, paths: list[Path], position: int) -> str:
 
 def walk(value: Any, path: Path) -> Any:
     """The value at ``path`` in an event's JSON (a dict) or in the event itself (a model)."""
+    if type(value) is dict:  # (an event's JSON, as most are read: no model on the way)
+        for key in path:
+            value = value[key]
+        return value
     for key in path:
         if isinstance(value, (dict, list)):
             value = value[key]
@@ -516,12 +533,13 @@ def walk(value: Any, path: Path) -> Any:
     return value
 
 
-def rebuild(chat: dict[str, Any], event_at: Callable[[int], Any]) -> list[Item] | None:
-    """The items an event holds, from its ``chat`` field: the skeletons with their holes
-    filled from ``event_at(offset)`` (the event's JSON or the event, by the offset of its id
-    from this one's); None when a hole cannot be filled (an event not at hand, or one a
-    strategy rewrote without that string)."""
-    out = [json.loads(s) for s in chat.get("items", ())]
+def parts(chat: dict[str, Any], event_at: Callable[[int], Any]) -> list[Parts] | None:
+    """The items an event holds, from its ``chat`` field, as ``Parts``: the skeletons, and
+    the strings of their holes read from ``event_at(offset)`` (the event's JSON or the event,
+    by the offset of its id from this one's); None when a hole cannot be filled (an event not
+    at hand, or one a strategy rewrote without that string)."""
+    skeletons = chat.get("items", ())
+    fills: list[list[tuple[Path, str]]] = [[] for _ in skeletons]
     for i, item_path, offset, event_path in chat.get("holes", ()):
         try:
             value = walk(event_at(offset), event_path)
@@ -529,8 +547,38 @@ def rebuild(chat: dict[str, Any], event_at: Callable[[int], Any]) -> list[Item] 
             return None
         if not isinstance(value, str):
             return None
-        node = out[i]
-        for key in item_path[:-1]:
-            node = node[key]
-        node[item_path[-1]] = value
+        fills[i].append((item_path, value))
+    return list(zip(skeletons, fills))
+
+
+_fast = msgspec.json.Decoder().decode
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, by msgspec's decoder where it reads the text (a third of the time; the
+    same values), else by ``json`` (NaN and infinities, a lone surrogate: what ``json.dumps``
+    writes and msgspec refuses)."""
+    try:
+        return _fast(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
+
+
+def made(held: Sequence[Parts]) -> list[Item]:
+    """Fresh items from their ``Parts``."""
+    out = []
+    for skeleton, fills in held:
+        item = _loads(skeleton)
+        for path, value in fills:
+            node = item
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = value
+        out.append(item)
     return out
+
+
+def rebuild(chat: dict[str, Any], event_at: Callable[[int], Any]) -> list[Item] | None:
+    """The items an event holds (``parts``, made into items); None as ``parts`` says."""
+    held = parts(chat, event_at)
+    return None if held is None else made(held)
