@@ -155,6 +155,12 @@ class ChatHistory:
         if len(self._cache) > CACHE_LIMIT:  # appended and never rendered: read again when they are
             self._cache.clear()
 
+    @property
+    def open_calls(self) -> list[str]:
+        """The ids of the calls appended here whose results have not been appended yet (the
+        view leaves them out until then)."""
+        return list(self._calls)
+
     def _known_call(self, call_id: str) -> tuple[str, str] | None:
         """The tool name and action uid of a call appended before, here or elsewhere (then
         found in the view, newest first)."""

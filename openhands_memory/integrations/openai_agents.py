@@ -16,10 +16,11 @@ dict is turned into its ``SessionSettings`` when given). What it changes:
   newest items and never splits a ``function_call`` from its output, nor a reasoning item
   from the item that follows it (``chat.units``): the window starts earlier instead.
 * The condenser runs at the end of ``add_items`` (``compaction="add_items"``, the default,
-  with any model: the SDK reads a session once per run, so the next run sends the condensed
-  view), or only when the SDK calls ``run_compaction`` (``compaction="run_compaction"``: it
-  does after a Responses model's turn; ``force`` makes the condenser act). Summarizer calls
-  land in the ledger as for any conversation.
+  with any model; not while a call waits for its output), or only when the SDK calls
+  ``run_compaction`` (``compaction="run_compaction"``: it does after a Responses model's
+  turn; ``force`` makes the condenser act). The SDK reads a session once per run, so the
+  next run sends the condensed view. Summarizer calls land in the ledger as for any
+  conversation.
 * ``pop_item`` takes the newest item off the branch (HEAD moves back; the item stays stored
   on the branch left behind) and returns it, as the SDK's stores do.
 * ``clear_session`` starts a new, empty branch: the next item starts a new root, and the
@@ -95,7 +96,9 @@ class MemorySession:
 
     def _add(self, items: list[Any]) -> None:
         self.history.extend(items)
-        if self.compaction == "add_items" and self.history.condenser is not None:
+        # Not while a call waits for its output: no cut can fall inside a tool exchange, and
+        # the view leaves the call out (with a warning) until its output is there.
+        if self.compaction == "add_items" and self.history.condenser is not None and not self.history.open_calls:
             self.history.condense()
 
     async def pop_item(self) -> dict[str, Any] | None:
