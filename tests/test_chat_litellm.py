@@ -15,6 +15,7 @@ from pathlib import Path
 import litellm
 
 from openhands_memory import ChatHistory
+from openhands_memory.conversation.recall_tools import RECALL_TOOL_SPECS
 
 from .chat_items import provider_problems
 
@@ -74,4 +75,17 @@ def test_a_long_litellm_loop_is_condensed_and_every_request_is_valid(llm_server,
     calls = [json.loads(m["tool_calls"][0]["function"]["arguments"])["command"]
              for m in sent[-1] if m.get("tool_calls")]
     assert calls and calls[-1] == "pytest -k case_13"  # the newest turns, in order
+
+    # the model asks the recall tools (JSON specs beside its own) for what was forgotten
+    llm_server.push_tool_call("recall_search", {"query": "case_2"})
+    reply = litellm.completion("openai/test-model", messages=h.messages(), tools=TOOLS + RECALL_TOOL_SPECS,
+                               api_key="sk-test", api_base=llm_server.url).choices[0].message
+    h.append(reply)
+    call = reply.tool_calls[0]
+    found = h.call_recall_tool(call.function.name, call.function.arguments)
+    assert "case_2: 1 failed" in found and "hidden by" in found
+    h.append({"role": "tool", "tool_call_id": call.id, "content": found})
+    assert h.messages()[-1]["content"] == found
+    assert [spec["function"]["name"] for spec in llm_server.requests[-1]["tools"][1:]] == ["recall_search",
+                                                                                       "recall_read"]
     h.close()

@@ -343,9 +343,8 @@ class ChatHistory:
     def fork(self, at: int | None = None, conversation_id: str | None = None) -> "ChatHistory":
         """A new history holding the current branch up to event ``at`` (None: HEAD), with
         this one's condenser, in the same database (``Conversation.fork``)."""
-        made = self.conversation.fork(at, conversation_id)
-        out = ChatHistory(self.store, made.id, self.condenser)
-        return out
+        copy = self.conversation.fork(at, conversation_id)
+        return ChatHistory(self.store, copy.id, self.condenser)
 
     # --- the rest of the conversation's API --------------------------------------------
 
