@@ -322,6 +322,8 @@ class ChatHistory:
             again = to_events(residue, self._known_call, tail.before is None) if residue else None
             new = (again.events if again else []) + tail.carried()
             seqs = w.append(new) if new else []
+        for seq in tail.parsed:  # off the branch now
+            self._cache.pop(seq, None)
         if again is not None:
             self._learn(again.events, seqs, again.held)
         self._calls.clear()  # the calls open on the branch left behind
@@ -332,13 +334,19 @@ class ChatHistory:
         and the next item starts a new branch. Nothing is deleted: the items before stay
         stored and readable (``branches()``, ``view(at=...)``, the command line)."""
         self.conversation.navigate(None)
+        self._moved()
+
+    def _moved(self) -> None:
+        """HEAD moved: what was appended here is on the branch left behind (the calls it left
+        open, the items rendered for it)."""
         self._calls.clear()
+        self._cache.clear()
 
     def navigate(self, to: int | None) -> None:
         """Move HEAD to event ``to`` (an ``Entry.seq``; None: empty): the next item starts a
         branch there, the rest stays stored (``Conversation.navigate``)."""
         self.conversation.navigate(to)
-        self._calls.clear()
+        self._moved()
 
     def fork(self, at: int | None = None, conversation_id: str | None = None) -> "ChatHistory":
         """A new history holding the current branch up to event ``at`` (None: HEAD), with
