@@ -160,6 +160,34 @@ def test_run_compaction_forced_and_the_add_items_default(tmp_path):
     run(go())
 
 
+def test_the_summarizer_is_a_model_through_litellm_and_its_calls_are_in_the_ledger(tmp_path, llm_server):
+    """Condensation with any model: the summarizer asks a second server (through litellm),
+    the summary it writes is what the agent's model receives next, the calls are ledger rows."""
+    from openhands_memory.inspection.summary import stats
+
+    from .llm_server import FakeLLMServer
+
+    with FakeLLMServer(lambda body: "NOTE: case_0 to case_2 fail on frobnicate in dates.py") as summarizer:
+        condenser = {"type": "llm", "max_size": 12, "keep_first": 1,
+                     "llm_config": {"model": "openai/summarizer", "api_base": summarizer.url, "api_key": "sk-test"}}
+        session = MemorySession("run", tmp_path / "a.db", condenser=condenser)
+        agent = chat_agent(llm_server)
+
+        async def go() -> None:
+            for turn in range(5):
+                await one_run(agent, llm_server, session, turn)
+
+        run(go())
+        assert summarizer.requests and summarizer.requests[0]["model"] == "summarizer"
+        last = llm_server.requests[-2]["messages"]  # the last run's first request
+        assert {"content": "NOTE: case_0 to case_2 fail on frobnicate in dates.py", "role": "user"} in last
+        assert provider_problems(last) == []
+        ledger = stats(session.history.store).llm_calls
+        assert ledger["calls"] == len(summarizer.requests)
+        assert ledger["by_model"][0]["model"] == "openai/summarizer" and ledger["by_model"][0]["outcomes"] == {"ok": ledger["calls"]}
+        session.close()
+
+
 # --- the behaviours the SDK's own session tests check -----------------------------------------
 
 
