@@ -10,6 +10,9 @@ project's test command or CI):
   * this project, with a condenser: the SDK workload with the Condensations of the SDK's
     ``LLMSummarizingCondenser(max_size=120, keep_first=4)`` (offline, bench/sdk_workload.py),
     and without one (the same events, no Condensations: every event is in the view);
+  * this project's ``MemorySession`` (the Agents SDK's ``Session``), given the same items as
+    the OpenAI sessions, with that condenser (run by the session after each ``add_items``)
+    and without one;
   * OpenAI Agents ``SQLiteSession`` and ``SQLAlchemySession`` (sqlite+aiosqlite);
   * LangGraph ``SqliteSaver`` under a graph whose state is the message list;
   * Google ADK ``DatabaseSessionService`` (sqlite+aiosqlite).
@@ -130,7 +133,7 @@ def peer_history(store: Store, folder: Path, n: int, seed: int) -> Path:
 
 
 def history(store: Store, folder: Path, n: int, seed: int) -> Path:
-    if store.ours:
+    if store.ours and store.events:
         return database(folder, workloads("sdk")[0] if store.condenser else no_condenser(), n, seed)
     return peer_history(store, folder, n, seed)
 

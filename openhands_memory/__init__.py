@@ -1,8 +1,12 @@
 """openhands-memory: a durable, queryable, condensable event history for LLM agents, in an
 SQLite file or a PostgreSQL database.
 
-    from openhands_memory import EventStore
-    store = EventStore("agent.db")
+    from openhands_memory import ChatHistory, EventStore
+    h = ChatHistory("agent.db", "run-1", condenser="llm_summarizing")   # any agent loop:
+    h.append({"role": "user", "content": "..."})                         # chat messages or
+    h.messages()                                                         # Responses items
+
+    store = EventStore("agent.db")                                       # or events
     conv = store.create_conversation()
     conv.append(event)          # -> its id: 0, 1, 2, ...
     view = conv.step(condenser) # condense if needed, then the view to send
@@ -35,9 +39,11 @@ _EXPORTS: dict[str, str] = {
     ), ".events"),
     **dict.fromkeys(("CondenseOutcome", "Conversation", "ConversationInfo", "EventStore"), ".conversation"),
     "View": ".view",
+    "ChatHistory": ".chat",
 }
 
 if TYPE_CHECKING:  # what a type checker and an IDE see: the same names, imported eagerly
+    from .chat import ChatHistory
     from .conversation import CondenseOutcome, Conversation, ConversationInfo, EventStore
     from .errors import (
         ConcurrentCondensation,
@@ -94,6 +100,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ActionEvent",
     "AgentErrorEvent",
+    "ChatHistory",
     "ConcurrentCondensation",
     "CondenseOutcome",
     "Condensation",

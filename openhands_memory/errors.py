@@ -84,6 +84,15 @@ class UnstorableIdentifier(MalformedEvent):
                          f"identifier may hold; {done}")
 
 
+class MalformedChatItem(MalformedEvent):
+    """A chat message or Responses API item given to ``chat.ChatHistory`` that claims a shape
+    (a role, a ``type``) and lacks what that shape needs, or that is not JSON."""
+
+    def __init__(self, position: int, what: str):
+        self.position = position
+        super().__init__(f"item {position}: {what}; nothing was written")
+
+
 class CountOutOfRange(OpenHandsMemoryError, ValueError):
     """A count given to the library (a limit, a window, a budget) is not a whole number within
     its bounds (``limits.py``)."""

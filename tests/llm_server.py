@@ -1,4 +1,5 @@
-"""A tiny OpenAI-compatible chat-completions server for the test-suite.
+"""A tiny OpenAI-compatible chat-completions server for the test-suite (and the Responses
+API's ``POST …/responses``, for the OpenAI Agents SDK's default model).
 
 It is not a mock of litellm: tests point litellm's ``openai/<model>`` provider at
 ``FakeLLMServer.url`` and litellm performs its real HTTP request against it.
@@ -217,6 +218,37 @@ class FakeLLMServer:
             },
         }
 
+    def _responses_body(self, n: int, reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
+        """The Responses API's answer to the same reply: a message, or function calls."""
+        if reply.kind == "tool_call":
+            output: list[dict[str, Any]] = [
+                {"type": "function_call", "id": f"fc_{n}_{i}", "call_id": f"call_{n}_{i}", "name": name,
+                 "arguments": args, "status": "completed"}
+                for i, (name, args) in enumerate(reply.tool_calls)
+            ]
+        else:
+            text = "" if reply.kind == "empty" else reply.text or ""
+            output = [{"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]}]
+        return {
+            "id": f"resp_{n}",
+            "object": "response",
+            "created_at": 1_700_000_000 + n,
+            "model": request.get("model") or self.model,
+            "status": "completed",
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {
+                "input_tokens": reply.prompt_tokens,
+                "output_tokens": reply.completion_tokens,
+                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
+
 
 def _error_body(message: str, err_type: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": err_type, "param": None, "code": code}}
@@ -233,7 +265,8 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            self.responses_api = self.path.rstrip("/").endswith("/responses")
+            if not (self.path.rstrip("/").endswith("/chat/completions") or self.responses_api):
                 self._send_json(404, _error_body(f"no route for {self.path}", "not_found", None))
                 return
             try:
@@ -314,7 +347,9 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 # Bounded: waits at most ``seconds``, or less if the server stops.
                 server._stopping.wait(reply.seconds)
                 self._send_json(200, server._completion_body(n, text_reply("slow reply"), request))
-            else:  # "text", "tool_call", "empty"
+            elif self.responses_api:  # "text", "tool_call", "empty"
+                self._send_json(200, server._responses_body(n, reply, request))
+            else:
                 self._send_json(200, server._completion_body(n, reply, request))
 
         def _send_json(

@@ -37,7 +37,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("the command line", ("cli",)),
     ("the web inspector", ("web",)),
     ("the front door (the package's lazy exports)", ("",)),
-    ("settings files and the SDK", ("config", "integrations")),
+    # The chat history renders conversations and resolves condensers by their settings
+    # (config), and the agent frameworks' adapters build on it.
+    ("settings files, chat histories and the agent frameworks", ("config", "chat", "integrations")),
     ("strategies, models, import/export, inspection", (
         "condensers", "summarizers", "llm", "io", "inspection", "data",
     )),

@@ -79,13 +79,14 @@ def test_importing_the_package_loads_nothing_it_names(tmp_path):
 
 
 def test_the_package_names_resolve_to_their_modules_objects():
+    import openhands_memory.chat as chat
     import openhands_memory.conversation as conversation
     import openhands_memory.errors as errors
     import openhands_memory.events as events
     import openhands_memory.view as view
 
     assert set(openhands_memory._EXPORTS) == set(openhands_memory.__all__)
-    homes = {".errors": errors, ".events": events, ".conversation": conversation, ".view": view}
+    homes = {".errors": errors, ".events": events, ".conversation": conversation, ".view": view, ".chat": chat}
     for name, module in openhands_memory._EXPORTS.items():
         assert getattr(openhands_memory, name) is getattr(homes[module], name), name
     assert set(openhands_memory.__all__) <= set(dir(openhands_memory))

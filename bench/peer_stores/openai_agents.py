@@ -1,8 +1,6 @@
 """OpenAI Agents SDK sessions: ``SQLiteSession`` and ``SQLAlchemySession`` (sqlite+aiosqlite).
 
-Items are Responses API items as the SDK stores a run's output: an assistant ``message``
-(``output_text``) for a response's text, a ``function_call`` per call, a
-``function_call_output`` per result, user messages as ``{"role": "user", "content"}``.
+Items are Responses API items as the SDK stores a run's output (responses_items.py).
 Build: ``add_items`` in chunks of 5,000. Step: ``add_items([message, function_call])`` then
 ``add_items([function_call_output])``, one commit each. Resume: ``get_items()`` (what the
 runner sends as the conversation's input items). Durability: the session's own (WAL; the
@@ -22,28 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import child  # noqa: E402
 from agents import SQLiteSession  # noqa: E402
 from agents.extensions.memory import SQLAlchemySession  # noqa: E402
+from responses_items import to_items  # noqa: E402
 from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 
 SESSION = "bench"
 CHUNK = 5_000
-
-
-def to_items(kind: str, value: Any) -> list[dict[str, Any]]:
-    if kind == "user":
-        return [{"role": "user", "content": value}]
-    if kind == "agent":
-        return [_message(value, "msg_agent")]
-    if kind == "result":
-        return [{"type": "function_call_output", "call_id": value["id"], "output": value["output"]}]
-    items = [_message(value[0]["thought"], f"msg_{value[0]['turn']}")] if value[0]["thought"] else []
-    items += [{"type": "function_call", "id": f"fc_{c['id']}", "call_id": c["id"], "name": c["name"],
-               "arguments": c["arguments"], "status": "completed"} for c in value]
-    return items
-
-
-def _message(text: str, ident: str) -> dict[str, Any]:
-    return {"type": "message", "id": ident, "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
 
 
 # --- the two sessions ----------------------------------------------------------------------

@@ -35,6 +35,8 @@ class Store:
     script: str  # under bench/peer_stores
     env: str | None  # a key of PINS; None: this project, with the bench's interpreter
     condenser: bool = False  # this project's rows: the history has Condensations
+    events: bool = True  # this project's rows: the history is bench/common.py's event database
+    #                      (False: built by the store's own child from the items, as a peer's)
 
     @property
     def ours(self) -> bool:
@@ -44,6 +46,9 @@ class Store:
 STORES = [
     Store("ohm-condenser", "this project, condenser", "this_project.py", None, condenser=True),
     Store("ohm-no-condenser", "this project, no condenser", "this_project.py", None),
+    Store("ohm-session-condenser", "MemorySession, condenser", "memory_session.py", None, condenser=True,
+          events=False),
+    Store("ohm-session", "MemorySession, no condenser", "memory_session.py", None, events=False),
     Store("openai-sqlite", "OpenAI SQLiteSession", "openai_agents.py", "openai"),
     Store("openai-sqlalchemy", "OpenAI SQLAlchemySession", "openai_agents.py", "openai"),
     Store("langgraph", "LangGraph SqliteSaver", "langgraph_saver.py", "langgraph"),

@@ -241,18 +241,10 @@ class Conversation:
         as the OpenHands SDK's ``navigate_to`` does. Nothing is deleted: the events after it
         stay stored on their branch, and the next append starts a new branch here. For a
         conversation the SDK persisted, its ``base_state.json`` says the same."""
-        with self.store.writing(self.id) as db:
-            if not db.conversation_exists(self.id):
-                raise ConversationNotFound(self.id)
-            if to is not None:
-                limits.event_id(to, self.id)
-            want = tree.normalized_head(db, self.id, tree.EMPTY if to is None else to)
-            db.set_head(self.id, want)
-            uid = None if to is None else db.uid_of(self.id, to)
-            state = db.base_state(self.id)
-            if state is not None:
-                db.set_base_state(self.id, tree.base_state_with_head(state, uid))
-            db.touch(self.id)
+        if to is not None:
+            limits.event_id(to, self.id)
+        with self.writing() as w:
+            w.navigate(to)
         self.views.clear()
 
     def branches(self) -> list[tree.Branch]:

@@ -58,6 +58,7 @@ class Writer:
         self.version: object = None  # what the transaction leaves (Session.touch), once written
         self._head: int | None = None  # HEAD as stored, once read (see storage/tree.py)
         self.branched = False  # a row was given a parent other than the row before it, or HEAD moved
+        self._moved = False  # HEAD moved by ``navigate``: other connections' caches must read again
 
     def append(self, events: Sequence[Event], payloads: Sequence[str] | None = None) -> list[int]:
         """Store events with the next ids (a Condensation with its bookkeeping); their ids.
@@ -80,6 +81,22 @@ class Writer:
         else None."""
         self._insert(events, payloads, resolve, known, rows)
         self.loaded = True
+
+    def navigate(self, to: int | None) -> None:
+        """Move HEAD to event ``to`` (None: empty) inside this transaction, as
+        ``Conversation.navigate`` does: what the block appends afterwards starts a branch
+        there, and a rewind followed by new events commits as one (or not at all)."""
+        db, cid = self.db, self.conversation_id
+        if not db.conversation_exists(cid):
+            raise ConversationNotFound(cid)
+        want = tree.normalized_head(db, cid, tree.EMPTY if to is None else to)
+        db.set_head(cid, want)
+        uid = None if to is None else db.uid_of(cid, to)
+        state = db.base_state(cid)
+        if state is not None:  # an SDK conversation resumes where HEAD now is
+            db.set_base_state(cid, tree.base_state_with_head(state, uid))
+        self._head = want
+        self.branched = self._moved = True
 
     def condensation(self, cond: Condensation, *, view: "View | None" = None,
                      calls: Sequence[CallRecord] = (), payload: str | None = None) -> int:
@@ -148,5 +165,5 @@ class Writer:
     def finish(self) -> None:
         """Inside the transaction, after the caller's block: mark the write for other
         connections' view caches (see ``Session.touch``)."""
-        if self.appended or self.loaded:
+        if self.appended or self.loaded or self._moved:
             self.version = self.db.touch(self.conversation_id)
