@@ -236,3 +236,19 @@ def test_read_only_query_reads_bounds_and_refuses_alike(database_url):
         read_only_query(database_url, runaway, timeout=0.3, max_rows=3)
     with EventStore(database_url) as store:
         assert len(store.conversation("c")) == 5  # the refused DELETE changed nothing
+
+
+def test_a_summary_quoting_a_nul_is_stored_on_every_backend(database_url):
+    """A tool's output may hold U+0000, which PostgreSQL's text cannot: the offline summary
+    that quotes it, and the summary column, read it as a space; the event keeps it."""
+    with EventStore(database_url) as store:
+        conv = store.create_conversation("c")
+        events = [f.system(), f.user("run it")]
+        for i in range(12):
+            events += [f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}", f"Error: bad\x00byte in step {i}")]
+        conv.append_many(events)
+        view = conv.step(LLMSummarizingCondenser(max_size=10, keep_first=1))
+        summary = view.summary_event
+        assert summary is not None and "\x00" not in summary.summary
+        assert "bad byte" in summary.summary
+        assert "\x00" in conv.get(3).observation["content"][0]["text"]  # the event itself is kept

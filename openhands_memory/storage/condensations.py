@@ -6,6 +6,7 @@ import json
 from typing import Sequence
 
 from .. import ranges
+from ..searchable import fold_nul
 from ..errors import MalformedEvent
 from ..events import Condensation, CondensationNote
 from . import hidden
@@ -55,7 +56,9 @@ def record(db: Session, cid: str, seq: int, cond: Condensation) -> None:
         cid,
         seq,
         (
-            cond.summary,
+            # PostgreSQL's text holds no U+0000: a summary's NUL is kept as a space on both
+            # backends (the event's JSON keeps it escaped, byte for byte), as search reads it.
+            None if cond.summary is None else fold_nul(cond.summary),
             cond.summary_offset,
             note.strategy,
             note.reason,

@@ -9,6 +9,7 @@ from typing import Annotated, ClassVar
 from pydantic import Field
 
 from ...events import CondensationSummaryEvent, Event
+from ...searchable import fold_nul
 from ...settings import settings
 from .budget import cap, fit
 from .digest import Digest, from_facts, merge
@@ -48,4 +49,6 @@ class OfflineSummarizer:
                 old = Digest(earlier=clip(previous_summary.strip(), EARLIER_CHARS))
         merged = merge(old, new) if old is not None else new
         cap(merged)
-        return fit(merged, self.max_chars)
+        # A NUL quoted from a tool's output reads as a space, as search reads it: a summary is
+        # text for a model, and PostgreSQL's text cannot hold U+0000.
+        return fold_nul(fit(merged, self.max_chars))
