@@ -255,22 +255,25 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _complete(path: Path, n: int) -> bool:
+def complete(location: str | Path, n: int, name: str) -> bool:
+    """Whether the cached history at ``location`` (a file or a URL) opens with its ``n``
+    events. One built before a new schema revision is upgraded in place (alembic), not built
+    again; one that does not open at all is said and built again."""
     from openhands_memory.errors import SchemaTooOld
     from openhands_memory.location import Location
     from openhands_memory.migrate import HEAD, apply
 
     try:
         try:
-            with EventStore(path, create=False) as store:
+            with EventStore(location, create=False) as store:
                 return len(store.conversation(CONVERSATION)) == n
-        except SchemaTooOld:  # a history built before a new revision: upgraded, not built again
-            print(f"  upgrading {path.name} to revision {HEAD}", flush=True)
-            apply(Location.parse(path), HEAD)
-            with EventStore(path, create=False) as store:
+        except SchemaTooOld:
+            print(f"  upgrading {name} to revision {HEAD}", flush=True)
+            apply(Location.parse(location), HEAD)
+            with EventStore(location, create=False) as store:
                 return len(store.conversation(CONVERSATION)) == n
     except Exception as e:  # noqa: BLE001  (an unknown schema, a half-written file, ...)
-        print(f"  {path.name} does not open as a complete database ({type(e).__name__}: {e}); building it again",
+        print(f"  {name} does not open as a complete database ({type(e).__name__}: {e}); building it again",
               flush=True)
         return False
 
@@ -281,7 +284,7 @@ def database(work: Path, wl: Workload, n: int, seed: int) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{wl.key(n, seed)}.db"
     with _locked(folder / f"{wl.key(n, seed)}.lock"):
-        if path.exists() and _complete(path, n):
+        if path.exists() and complete(path, n, path.name):
             return path
         remove_db(path)
         partial = folder / f"{wl.key(n, seed)}.partial.db"

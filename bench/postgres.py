@@ -55,6 +55,7 @@ from bench.common import (
     Figure,
     Session,
     add_arguments,
+    complete,
     database,
     human,
     load,
@@ -85,33 +86,13 @@ def db_url(admin_url: str, name: str, options: str = "") -> str:
     return base + (f"?{options}" if options else "")
 
 
-def _complete(url: str, n: int) -> bool:
-    from openhands_memory.errors import SchemaTooOld
-    from openhands_memory.location import Location
-    from openhands_memory.migrate import HEAD, apply
-
-    try:
-        try:
-            with EventStore(url, create=False) as store:
-                return len(store.conversation(CONVERSATION)) == n
-        except SchemaTooOld:  # a history built before a new revision: upgraded, not built again
-            print(f"  upgrading {url.rsplit('/', 1)[1]} to revision {HEAD}", flush=True)
-            apply(Location.parse(url), HEAD)
-            with EventStore(url, create=False) as store:
-                return len(store.conversation(CONVERSATION)) == n
-    except Exception as e:  # noqa: BLE001  (an unknown schema, a half-built database, ...)
-        print(f"  {url.rsplit('/', 1)[1]} does not open as a complete database ({type(e).__name__}: {e}); "
-              "building it again", flush=True)
-        return False
-
-
 def cached_pg_database(admin_url: str, folder: Path, wl, n: int, seed: int) -> str:
     """The name of the kept database of ``n`` events of ``wl``: built unless complete."""
     name = "ohm_" + wl.key(n, seed).replace("-", "_").lower()
     partial = name + "_partial"
     with _admin(admin_url) as admin:
         exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-    if exists and _complete(db_url(admin_url, name), n):
+    if exists and complete(db_url(admin_url, name), n, name):
         return name
     with _admin(admin_url) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

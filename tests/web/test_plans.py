@@ -6,7 +6,6 @@ below, whose rows are one per condensation or summarizer call, never one per eve
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
@@ -15,7 +14,7 @@ from openhands_memory.web import pages
 from openhands_memory.web.call_page import call_page
 from openhands_memory.web.timeline import Timelines
 
-from ..test_query_plans import Recorder, bad_lines, build, pg_bad_nodes, plan
+from ..test_query_plans import Recorder, bad_lines, build, pg_bad_nodes, plan, record
 
 #: Reads over one conversation's condensations or ledger (a row per condensation or summarizer
 #: call, not per event): the conversation page's totals, and a page of condensations' ledger
@@ -47,7 +46,8 @@ def crawl(store: EventStore) -> None:
     pages.search_page(store, timelines, "error", "sdk", "all")
 
 
-def recorded(location, conn_of) -> list[tuple[str, tuple]]:
+def recorded(location) -> list[tuple[str, tuple]]:
+    """The distinct statements the pages run on PostgreSQL (``record`` is SQLite's)."""
     store = EventStore(location)
     session = store.recorder.session()
     recorder = Recorder(session.conn)
@@ -69,14 +69,12 @@ def sqlite_file(tmp_path_factory):
 
 
 def test_sqlite_plans_of_the_pages_seek_and_never_scan(sqlite_file, tmp_path):
-    copy = tmp_path / "copy.db"
-    shutil.copy(sqlite_file, copy)
-    statements = recorded(copy, None)
+    statements = dict.fromkeys(record(sqlite_file, crawl, tmp_path))
     assert len(statements) > 20
     for sql, params in statements:
-        if per_conversation(sql):
+        if per_conversation(sql) or re.match(r"\s*(BEGIN|COMMIT|ROLLBACK|PRAGMA)\b", sql, re.I):
             continue
-        lines = plan(copy, sql, params)
+        lines = plan(tmp_path / sqlite_file.name, sql, params)
         assert not bad_lines(sql, lines), f"{sql}\n  plan: {lines}"
 
 
@@ -85,7 +83,7 @@ def test_postgres_plans_of_the_pages_use_indexes(postgres_database_factory):
 
     url = postgres_database_factory()
     build(url, 1_500)  # type: ignore[arg-type]
-    statements = recorded(url, None)
+    statements = recorded(url)
     assert len(statements) > 20
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ANALYZE")
