@@ -90,6 +90,7 @@ class CondensationItem(BaseModel):
     tokens_after: int | None
     summary: bool
     cost_usd: float | None
+    cumulative_cost_usd: float  # the summarizer's cost up to and with this condensation
     before_call: int
 
 
@@ -141,19 +142,22 @@ def conversation_page(store: "EventStore", timelines: Timelines, cid: str, cond_
         sizes = db.condensation_sizes(cid, cond_after, CONDENSATIONS_PAGE + 1)
         runs = {seq: db.ranges_of(cid, seq) for seq, *_ in sizes[:CONDENSATIONS_PAGE]}
         ledger = db.llm_calls_of(cid, list(runs))
+        earlier = db.summarizer_cost(cid, before=sizes[0][0]) if sizes else 0.0
         cond_count = db.condensation_count(cid)
         limit_config = db.condensation_detail(cid, sizes[-1][0])[4] if sizes else None
     cost_by: dict[int, float] = {}
     for row in ledger:
         if row[6] is not None:
             cost_by[row[0]] = cost_by.get(row[0], 0.0) + row[6]
-    conds = []
+    conds, running = [], earlier
     for seq, strategy, reason, length, _offset, before, after in sizes[:CONDENSATIONS_PAGE]:
         forgot = runs.get(seq, [])
+        running += cost_by.get(seq, 0.0)
         conds.append(CondensationItem(
             seq=seq, strategy=strategy, reason=reason, forgotten=ranges.count(forgot),
             forgotten_ranges=runs_text(forgot), tokens_before=before, tokens_after=after,
-            summary=length is not None, cost_usd=cost_by.get(seq), before_call=call_at(sweep, seq) + 1,
+            summary=length is not None, cost_usd=cost_by.get(seq), cumulative_cost_usd=round(running, 6),
+            before_call=call_at(sweep, seq) + 1,
         ))
     branches = conv.branches()
     return ConversationPage(

@@ -402,3 +402,37 @@ def test_a_view_sent_whole_lists_its_ends_and_counts_every_item(tmp_path):
         assert call["view_gap"] == [40, 801]
         assert call["makeup"]["ObservationEvent"] > 0 and sum(call["makeup"].values()) == call["tokens"]
         assert "more items" in client.get("/c/c/call/601").text
+
+
+def test_the_summarizer_calls_and_their_cost_are_shown_per_condensation(tmp_path, llm_server):
+    """Condensations by a priced model behind the loopback server: each one's ledger rows on
+    its page, its cost and the cost so far in the conversation's list."""
+    from openhands_memory.condensers import LLMSummarizingCondenser
+    from openhands_memory.llm import LLMConfig
+
+    db = str(tmp_path / "priced.db")
+    config = LLMConfig(model="openai/gpt-4o", api_base=llm_server.url, api_key="sk-test", timeout=5.0,
+                       num_retries=1, retry_min_wait=0.01, retry_max_wait=0.05)
+    condenser = LLMSummarizingCondenser(llm_config=config, max_size=10, keep_first=1)
+    with EventStore(db) as store:
+        conv = store.create_conversation("c")
+        conv.append_many([f.system(), f.user("go")])
+        for i in range(30):
+            llm_server.push_text(f"summary {i}", prompt_tokens=1000, completion_tokens=100)
+            conv.step(condenser)
+            conv.append_many([f.action(f"r{i}", f"c{i}"), f.observation(f"c{i}", f"out {i}")])
+    with TestClient(create_app(db)) as client:
+        page = client.get("/c/c.json").json()
+        conds = page["condensations"]
+        assert len(conds) >= 2 and all(c["cost_usd"] and c["cost_usd"] > 0 for c in conds)
+        running = 0.0
+        for c in conds:
+            running += c["cost_usd"]
+            assert c["cumulative_cost_usd"] == pytest.approx(running)
+        assert page["summarizer_cost_usd"] == pytest.approx(running)
+        detail = client.get(f"/c/c/condensation/{conds[1]['seq']}.json").json()
+        (call,) = detail["calls"]
+        assert call["model"].endswith("gpt-4o") and call["outcome"] == "ok"
+        assert (call["prompt_tokens"], call["completion_tokens"]) == (1000, 100)
+        later = client.get(f"/c/c.json?cond_after={conds[0]['seq']}").json()["condensations"]
+        assert later[0]["cumulative_cost_usd"] == pytest.approx(conds[0]["cost_usd"] + conds[1]["cost_usd"])

@@ -23,6 +23,7 @@ from ..test_query_plans import Recorder, bad_lines, build, pg_bad_nodes, plan, r
 PER_CONVERSATION = (
     "SELECT COUNT(*) FROM condensation WHERE conversation_id = ?",
     "SELECT COALESCE(SUM(cost_usd), 0) FROM llm_call WHERE conversation_id = ?",
+    "SELECT COALESCE(SUM(cost_usd), 0) FROM llm_call WHERE conversation_id = ? AND condensation_id < ?",
     "SELECT condensation_id, strategy, purpose, model, prompt_tokens, completion_tokens, cost_usd, latency_s, "
     "outcome, error, attempts FROM llm_call WHERE conversation_id = ? AND condensation_id IN",
 )

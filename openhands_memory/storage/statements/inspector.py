@@ -103,10 +103,16 @@ class InspectorStatements(Driver):
             (cid, *condensation_ids),
         )
 
-    def summarizer_cost(self, cid: str) -> float:
-        """What the conversation's summarizer and ranking calls cost, in all (the ledger's rows
-        are one per condensation attempt: they grow with condensations, not with events)."""
-        return self.one("SELECT COALESCE(SUM(cost_usd), 0) FROM llm_call WHERE conversation_id = ?", (cid,)) or 0.0
+    def summarizer_cost(self, cid: str, before: int | None = None) -> float:
+        """What the conversation's summarizer and ranking calls cost, in all, or for the
+        condensations before event ``before`` (the ledger's rows are one per condensation
+        attempt: they grow with condensations, not with events)."""
+        if before is None:
+            return self.one("SELECT COALESCE(SUM(cost_usd), 0) FROM llm_call WHERE conversation_id = ?", (cid,)) or 0.0
+        return self.one(
+            "SELECT COALESCE(SUM(cost_usd), 0) FROM llm_call WHERE conversation_id = ? AND condensation_id < ?",
+            (cid, before),
+        ) or 0.0
 
     def condensations_before(self, cid: str, before: int, limit: int) -> list[int]:
         """The ids of up to ``limit`` condensations before event ``before``, newest first."""
