@@ -27,6 +27,7 @@ from .statements.driver import (
     chunks,
 )
 from .statements.events import EventStatements
+from .statements.ingest import IngestStatements
 from .statements.inspector import InspectorStatements
 from .statements.ledger import LedgerStatements
 from .statements.replies import ReplyStatements
@@ -50,6 +51,7 @@ GROUPS = (
     ReplyStatements,
     SdkFileStatements,
     InspectorStatements,
+    IngestStatements,
 )
 
 
