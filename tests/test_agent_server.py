@@ -177,3 +177,43 @@ def test_a_wrong_key_is_refused_and_nothing_is_stored(agent_python, llm, tmp_pat
     finally:
         server.stop()
         receiver.stop()
+
+
+def test_events_the_sender_dropped_are_a_gap_until_sync_fills_it(agent_python, llm, tmp_path):
+    """The receiver down while the agent runs, the sender's queue small: it drops the oldest
+    events. What it delivers once the receiver is back waits for parents that never come (the
+    conversation is incomplete, and says so), until ``sync`` pulls them from the REST API."""
+    port = a.free_port()
+    receiver = a.Receiver(str(tmp_path / "ingest.db"), port, tmp_path / "receiver.log")
+    server = a.AgentServer(tmp_path / "agent-server", f"http://127.0.0.1:{port}", settings={
+        "OH_WEBHOOKS_0_MAX_QUEUE_SIZE": "3", "OH_WEBHOOKS_0_NUM_RETRIES": "0"}).start()
+    try:
+        cid = server.start_conversation(llm.url, tmp_path / "work", "echo your steps")
+        assert server.wait_finished(cid) == "finished"
+        want = listed(server, cid)
+        receiver.start()
+        a.wait_until(lambda: waiting(receiver.database, cid) > 0, "the undropped events to arrive and wait", 30)
+        assert stored(receiver.database, cid) == []  # their parents were dropped
+        gap = invoke("doctor", receiver.database)
+        assert gap.exit_code == 1 and "gap" in gap.output
+        assert "incomplete" in invoke("conversations", receiver.database, env={"COLUMNS": "200"}).output
+
+        pulled = invoke("sync", receiver.database, "--agent-server", server.url, "--api-key", a.SESSION_KEY, "--json")
+        assert pulled.exit_code == 0, pulled.output
+        assert json.loads(pulled.output)["waiting"] == 0
+        assert stored(receiver.database, cid) == want
+        assert invoke("doctor", receiver.database, "--full").exit_code == 0
+        again = invoke("sync", receiver.database, "--agent-server", server.url, "--api-key", a.SESSION_KEY, "--json")
+        assert json.loads(again.output)["stored"] == 0  # idempotent
+        wrong = invoke("sync", receiver.database, "--agent-server", server.url, "--api-key", "nope")
+        assert wrong.exit_code == 1 and "refused the key" in wrong.output
+    finally:
+        server.stop()
+        receiver.stop()
+
+
+def waiting(database: str, cid: str) -> int:
+    from openhands_memory.io.agent_server import waiting_counts
+
+    with EventStore(database) as store:
+        return waiting_counts(store).get(cid, 0)

@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 
 #: The largest request body taken: one event as large as the library stores, in its list.
 MAX_BODY_BYTES = MAX_EVENT_BYTES + (64 << 10)
+#: The header the agent server sends its session key in (its ``session_api_keys[0]``), and
+#: its REST API reads it from.
+KEY_HEADER = "X-Session-API-Key"
 #: Who made a conversation the agent server's webhooks created (its metadata's ``created_by``).
 CREATED_BY = "openhands-agent-server"
 #: The key of a conversation's metadata that holds what the agent server says of it.
@@ -299,6 +302,6 @@ def known_uids(store: "EventStore", cid: str, uids: Iterable[str]) -> set[str]:
         return {uid for _, uid in db.seqs_of(cid, END, uids)} | db.pending_uids(cid, uids)
 
 
-__all__ = ["CREATED_BY", "INFO_KEY", "MAX_BODY_BYTES", "IngestRefused", "IngestResult", "OpenHandsMemoryError",
+__all__ = ["CREATED_BY", "INFO_KEY", "KEY_HEADER", "MAX_BODY_BYTES", "IngestRefused", "IngestResult", "OpenHandsMemoryError",
            "conversation_key", "ingest_conversation", "ingest_events", "info_summary", "known_uids",
            "parse_batch", "waiting_counts"]

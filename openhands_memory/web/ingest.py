@@ -30,9 +30,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import IngestRefused, OpenHandsMemoryError
-
-#: The header the agent server sends its session key in (its ``session_api_keys[0]``).
-KEY_HEADER = "X-Session-API-Key"
+from ..io.agent_server import KEY_HEADER
 STATUS = {"malformed": 400, "bad_conversation": 400, "too_large": 413, "unknown_kind": 422}
 log = logging.getLogger("openhands_memory.ingest")
 
