@@ -178,9 +178,10 @@ def _store_batch(w: "Writer", cid: str, batch: list[Incoming], result: IngestRes
     if held:
         now = datetime.now(UTC).isoformat()
         db.put_pending(cid, [(x.event.id, x.event.parent_id, now, x.payload) for x in held])  # type: ignore[attr-defined]
-    if ready or held:
+    if ready:  # only a stored event can be the parent a waiting one lacks
         _release(w, cid, result)
-        result.waiting = len(db.pending_uids(cid, [x.event.id for x in held])) if held else 0
+    if held:
+        result.waiting = len(db.pending_uids(cid, [x.event.id for x in held]))
     # Live state last, after every row it may name: HEAD only from a full state that no event
     # of the batch follows (an event appended after it made itself HEAD, as the SDK does).
     last_event = max((k for k, x in enumerate(batch) if not x.live), default=-1)
@@ -190,20 +191,22 @@ def _store_batch(w: "Writer", cid: str, batch: list[Incoming], result: IngestRes
 
 
 def _release(w: "Writer", cid: str, result: IngestResult) -> None:
-    """Store the waiting events whose parents are stored now, in arrival order, until none is."""
+    """Store the waiting events whose parents are stored now, in arrival order, until none is
+    (only their ids and parents are read to judge; the JSON only of those that go)."""
     db = w.db
     while rows := db.pending(cid):
-        have = {uid for _, uid in db.seqs_of(cid, END, sorted({parent for _, parent, _ in rows}))}
-        go: list[tuple[str, str]] = []
-        for uid, parent, payload in rows:
+        have = {uid for _, uid in db.seqs_of(cid, END, sorted({parent for _, parent in rows}))}
+        go: list[str] = []
+        for uid, parent in rows:
             if parent in have:
-                go.append((uid, payload))
+                go.append(uid)
                 have.add(uid)
         if not go:
             return
-        events = [parse_event_dict(json.loads(payload), f"waiting event {uid}") for uid, payload in go]
-        w.append(events, [payload for _, payload in go])
-        db.drop_pending(cid, [uid for uid, _ in go])
+        payloads = db.pending_payloads(cid, go)
+        events = [parse_event_dict(json.loads(payloads[uid]), f"waiting event {uid}") for uid in go]
+        w.append(events, [payloads[uid] for uid in go])
+        db.drop_pending(cid, go)
         result.stored += len(go)
         result.released += len(go)
 

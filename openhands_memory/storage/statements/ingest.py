@@ -21,12 +21,21 @@ class IngestStatements(Driver):
             [(cid, uid, start + k + 1, parent, at, payload) for k, (uid, parent, at, payload) in enumerate(rows)],
         )
 
-    def pending(self, cid: str) -> list[tuple[str, str, str]]:
-        """``(uid, parent_uid, payload)`` of the conversation's waiting events, in arrival order."""
-        return [(r[0], r[1], r[2]) for r in self.all(
-            "SELECT uid, parent_uid, payload FROM ingest_pending WHERE conversation_id = ? ORDER BY position",
-            (cid,),
-        )]
+    def pending(self, cid: str) -> list[tuple[str, str]]:
+        """``(uid, parent_uid)`` of the conversation's waiting events, in arrival order."""
+        return [(r[0], r[1]) for r in self.all(
+            "SELECT uid, parent_uid FROM ingest_pending WHERE conversation_id = ? ORDER BY position", (cid,))]
+
+    def pending_payloads(self, cid: str, uids: Sequence[str]) -> dict[str, str]:
+        """The JSON each of these waiting events came as."""
+        found: dict[str, str] = {}
+        for chunk in chunks(list(uids), 500):
+            found.update((r[0], r[1]) for r in self.all(
+                f"SELECT uid, payload FROM ingest_pending WHERE conversation_id = ? "
+                f"AND uid IN ({', '.join('?' for _ in chunk)})",
+                (cid, *chunk),
+            ))
+        return found
 
     def pending_uids(self, cid: str, uids: Sequence[str]) -> set[str]:
         """Which of ``uids`` wait in ``ingest_pending``."""
