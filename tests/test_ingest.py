@@ -274,3 +274,17 @@ def test_shuffled_batches_keep_parents_across_branches(client, database_url):
         assert post(client, b).status_code == 200
     got = dict(rows(database_url))
     assert got == dict(expected(events + branch))
+
+
+def test_an_empty_batch_makes_no_conversation(client, database_url):
+    assert post(client, []).json()["stored"] == 0
+    with EventStore(database_url) as store:
+        assert store.conversations() == []
+
+
+def test_keys_belong_to_ingest(tmp_path, monkeypatch):
+    EventStore(tmp_path / "pages.db").close()
+    refused = invoke("serve", tmp_path / "pages.db", "--api-key", "k1")
+    assert refused.exit_code == 1 and "keys are for --ingest" in refused.output
+    monkeypatch.setenv("OPENHANDS_MEMORY_INGEST_KEYS", "k1")
+    assert ingest_keys(()) == ["k1"]  # read only by serve --ingest: plain serve ignores it

@@ -87,9 +87,9 @@ def serve(db: str, host: str, port: int, open_browser: bool, ingest: bool, api_k
     """
     if port > 65535:
         raise click.ClickException(f"--port {port}: a port is at most 65535")
-    keys = ingest_keys(api_keys)
-    if keys and not ingest:
+    if api_keys and not ingest:
         raise click.ClickException("--api-key: keys are for --ingest (the pages have no authentication)")
+    keys = ingest_keys(api_keys) if ingest else []
     if ingest and not keys and not is_loopback(host):
         raise click.ClickException(f"--ingest on {host} needs a key (--api-key or ${KEYS_ENV}): anyone who can "
                                    "reach the port could write into DB")

@@ -138,6 +138,8 @@ def ingest_events(store: "EventStore", hex_id: str, body: bytes, *,
     cid = conversation_key(hex_id)
     batch = parse_batch(body, max_event_bytes)
     result = IngestResult(cid, received=len(batch))
+    if not batch:
+        return result
     from ..conversation import Conversation
 
     with Conversation(store, cid).writing() as w:
