@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import uuid
 from pathlib import Path
@@ -66,10 +65,11 @@ def llm() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture
-def served(agent_python, tmp_path) -> Iterator[tuple[a.AgentServer, a.Receiver]]:
-    """An agent server whose webhook is a receiver on a port of its own, into tmp_path/ingest.db."""
+def served(agent_python, database_url, tmp_path) -> Iterator[tuple[a.AgentServer, a.Receiver]]:
+    """An agent server whose webhook is a receiver on a port of its own, into a new database
+    of each backend."""
     port = a.free_port()
-    receiver = a.Receiver(str(tmp_path / "ingest.db"), port, tmp_path / "receiver.log").start()
+    receiver = a.Receiver(database_url, port, tmp_path / "receiver.log").start()
     server = a.AgentServer(tmp_path / "agent-server", f"http://127.0.0.1:{port}").start()
     try:
         yield server, receiver
@@ -87,8 +87,8 @@ def stored(database: str, cid: str) -> list[tuple[str, str, str | None]]:
         events = list(store.conversation(cid).events())
         with store.reading() as db:
             jumps = dict(db.jumps(cid))
-    with sqlite3.connect(database) as raw:  # the rows the tree carries off the path (state updates)
-        detached = {r[0] for r in raw.execute("SELECT id FROM event WHERE conversation_id = ? AND detached", (cid,))}
+            # The rows the tree carries off the path (state updates between a node and its child).
+            detached = {r[0] for r in db.all("SELECT id FROM event WHERE conversation_id = ? AND detached", (cid,))}
     out = []
     for k, e in enumerate(events):
         parent = jumps.get(k, k - 1)
