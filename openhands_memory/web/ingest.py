@@ -86,7 +86,9 @@ def ingest_routes(location: str | Path, api_keys: Sequence[str] = ()) -> tuple[l
             return _answer(STATUS.get(e.reason, 400), str(e))
         except OpenHandsMemoryError as e:
             log.warning("ingest failed, the sender will retry: %s", e)
-            return _answer(503, f"{e} (nothing was stored; send it again)")
+            # The library's message says whether the batch may have landed; either way sending
+            # it again is safe (what is stored already is skipped).
+            return _answer(503, f"{e} (send the batch again: what is stored already is skipped)")
 
     async def events(request: Request) -> Response:
         hex_id = request.path_params["conversation"]
