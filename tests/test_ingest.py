@@ -288,3 +288,33 @@ def test_keys_belong_to_ingest(tmp_path, monkeypatch):
     assert refused.exit_code == 1 and "keys are for --ingest" in refused.output
     monkeypatch.setenv("OPENHANDS_MEMORY_INGEST_KEYS", "k1")
     assert ingest_keys(()) == ["k1"]  # read only by serve --ingest: plain serve ignores it
+
+
+def test_two_receivers_on_one_postgresql_at_once_keep_every_conversation(postgres_database_factory):
+    """Two receivers (each its own writing store, as two `serve --ingest` processes would have)
+    on one PostgreSQL database, each taking the batches of several conversations at once."""
+    import threading
+
+    url = postgres_database_factory()
+    EventStore(url).close()
+    histories = {uuid.uuid4(): wire_events(6, seed=k) for k in range(6)}
+    failures: list[str] = []
+    with TestClient(create_app(url, ingest=True)) as one, TestClient(create_app(url, ingest=True)) as two:
+
+        def agent(client: TestClient, cid: uuid.UUID, events: list[dict[str, Any]]) -> None:
+            for batch in batches(events, 5):
+                answer = post(client, batch, cid=cid)
+                if answer.status_code != 200:
+                    failures.append(answer.text)
+
+        threads = [threading.Thread(target=agent, args=(one if k % 2 else two, cid, events))
+                   for k, (cid, events) in enumerate(histories.items())]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    assert failures == []
+    for cid, events in histories.items():
+        assert rows(url, cid) == expected(events)
+    with EventStore(url) as store:
+        assert doctor.check(store, full=True).problems == []
