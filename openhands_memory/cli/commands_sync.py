@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .errors import UserError
-from .opening import open_store, shown
+from .opening import judge, open_store, shown
 from .output import echo_json, progress_bar
 from .params import DATABASE, TEXT
 from .vocabulary import output_format
@@ -33,12 +33,15 @@ def sync(db: str, conversation: str | None, url: str, key: str | None, fmt: str)
       openhands-memory sync agents.db --agent-server http://127.0.0.1:8000 --api-key "$KEY"
       openhands-memory sync agents.db 8179c999-46f3-46c5-aa47-6d7f4ea353f2 --agent-server http://127.0.0.1:8000
     """
+    from ..io.agent_server_sync import source
     from ..io.agent_server_sync import sync as pull
 
+    judge(db, must_exist=False)
+    src = source(url, key=key, conversation=conversation)  # before DB is touched: nothing made if it fails
     store = open_store(db, create=True)
     update, finish = progress_bar("syncing") if fmt != "json" else (None, None)
     try:
-        result = pull(store, url, key=key, conversation=conversation, progress=update)
+        result = pull(store, src, progress=update)
     finally:
         if finish is not None:
             finish()

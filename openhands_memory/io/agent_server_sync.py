@@ -2,7 +2,9 @@
 gaps its webhooks left (its queue dropped events while the receiver was down, or the receiver
 started after its conversations did).
 
-For each conversation (``GET /api/conversations/search``, or the one named): its info
+What will be read is listed first (``source``), so that an agent server that cannot be read
+leaves the database untouched. For each conversation (``GET /api/conversations/search``, or
+the one named): its info
 (``GET /api/conversations/{id}``) and its events, 100 at a time, oldest first
 (``GET /api/conversations/{id}/events/search``), each page stored as a webhook batch is
 (``agent_server.ingest_events``: one transaction, events stored already skipped, waiting ones
@@ -102,10 +104,18 @@ class Client:
                 return
 
 
-def sync(store: "EventStore", url: str, *, key: str | None = None, conversation: str | None = None,
-         progress: Progress | None = None) -> SyncResult:
-    """Pull what ``store`` lacks of the agent server at ``url`` (every conversation, or the
-    one named: its UUID, with or without dashes)."""
+@dataclass
+class Source:
+    """What a sync will read, listed before the database is touched: the agent server, its
+    conversations (or the one named) and how many events each has."""
+
+    client: Client
+    counts: dict[str, int]
+
+
+def source(url: str, *, key: str | None = None, conversation: str | None = None) -> Source:
+    """The agent server at ``url`` and what it holds (every conversation, or the one named:
+    its UUID, with or without dashes); ``SyncFailed`` if it cannot be read."""
     client = Client(url, key)
     if conversation is not None:
         try:
@@ -114,10 +124,15 @@ def sync(store: "EventStore", url: str, *, key: str | None = None, conversation:
             raise SyncFailed(f"{shown(conversation)} is not an agent server's conversation id (a UUID)") from None
     else:
         ids = client.conversations()
-    counts = {cid: client.count(cid) for cid in ids}
-    total, done = sum(counts.values()), 0
-    result = SyncResult(conversations=len(ids))
-    for cid in ids:
+    return Source(client, {cid: client.count(cid) for cid in ids})
+
+
+def sync(store: "EventStore", src: Source, progress: Progress | None = None) -> SyncResult:
+    """Pull what ``store`` lacks of ``src``'s conversations."""
+    client = src.client
+    total, done = sum(src.counts.values()), 0
+    result = SyncResult(conversations=len(src.counts))
+    for cid in src.counts:
         agent_server.ingest_conversation(store, json.dumps(client.info(cid)).encode())
         hex_id = uuid.UUID(cid).hex
         for items in client.pages(cid):
@@ -129,5 +144,5 @@ def sync(store: "EventStore", url: str, *, key: str | None = None, conversation:
             done += len(items)
             if progress is not None:
                 progress(min(done, total), max(total, done))
-    result.waiting = sum(n for cid, n in agent_server.waiting_counts(store).items() if cid in counts)
+    result.waiting = sum(n for cid, n in agent_server.waiting_counts(store).items() if cid in src.counts)
     return result
