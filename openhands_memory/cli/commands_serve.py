@@ -81,7 +81,8 @@ def serve(db: str, host: str, port: int, open_browser: bool, ingest: bool, api_k
 
     \b
     Example:
-      openhands-memory demo && openhands-memory serve openhands-memory-demo.db --open
+      openhands-memory demo
+      openhands-memory serve openhands-memory-demo.db --open
       openhands-memory serve postgresql://agents@db/memory --port 9000
       openhands-memory serve agents.db --ingest --port 8766
     """

@@ -21,7 +21,7 @@ from .vocabulary import output_format
 @output_format()
 def sync(db: str, conversation: str | None, url: str, key: str | None, fmt: str) -> None:
     """Pull into DB what it lacks of an OpenHands agent server's conversations (every one, or
-    CONVERSATION): the events its webhooks did not deliver (its queue dropped them while the
+    CONVERSATION, its UUID): the events its webhooks did not deliver (its queue dropped them while the
     receiver was down, or the receiver started late), and each conversation's info.
 
     Idempotent: events stored already are skipped, so a sync stopped midway is resumed by
@@ -30,8 +30,8 @@ def sync(db: str, conversation: str | None, url: str, key: str | None, fmt: str)
 
     \b
     Example:
-      openhands-memory sync agents.db --agent-server http://127.0.0.1:8000 --api-key "$KEY"
-      openhands-memory sync agents.db 8179c999-46f3-46c5-aa47-6d7f4ea353f2 --agent-server http://127.0.0.1:8000
+      openhands-memory sync agents.db --agent-server http://127.0.0.1:8000
+      openhands-memory sync agents.db --agent-server http://gpu-1:8000 --api-key K
     """
     from ..io.agent_server_sync import source
     from ..io.agent_server_sync import sync as pull
