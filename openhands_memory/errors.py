@@ -109,6 +109,16 @@ class UnknownParent(MalformedEvent):
         )
 
 
+class IngestRefused(OpenHandsMemoryError, ValueError):
+    """What an OpenHands agent server sent cannot be stored as it is (``io/agent_server.py``);
+    nothing of it was stored. ``reason``: "malformed", "unknown_kind", "too_large" or
+    "bad_conversation" (the receiver answers each with its own status)."""
+
+    def __init__(self, reason: str, message: str):
+        self.reason = reason
+        super().__init__(f"{message}; nothing of the batch was stored")
+
+
 class DuplicateEventId(OpenHandsMemoryError):
     def __init__(self, conversation_id: str, uid: str):
         self.uid = uid

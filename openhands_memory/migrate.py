@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 # Every revision in order, oldest first. A test checks this against the scripts, so that
 # opening a file can judge its revision without loading alembic.
-REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012", "0013", "0014", "0015", "0016")
+REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011", "0012", "0013", "0014", "0015", "0016", "0017")
 HEAD = REVISIONS[-1]
 
 #: Told (done, total) as a long step of a revision advances (revision 0008's backfill of the

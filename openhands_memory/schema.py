@@ -293,3 +293,24 @@ class ReplayRunRow(SQLModel, table=True):
 
 
 replay_run_table = ReplayRunRow.__table__
+
+
+class IngestPendingRow(SQLModel, table=True):
+    """An event an OpenHands agent server sent before the event its ``parent_id`` names
+    (revision 0017): kept as it came until that parent is stored (``io/agent_server.py``).
+    ``position``: the order it came in, which is the order it is stored in."""
+
+    __tablename__ = "ingest_pending"
+    __table_args__ = (
+        ForeignKeyConstraint(["conversation_id"], ["conversation.id"], ondelete="CASCADE"),
+    )
+
+    conversation_id: str = Field(primary_key=True)
+    uid: str = Field(primary_key=True)
+    position: int = Field(sa_column=Column(BigInteger, nullable=False))
+    parent_uid: str
+    received_at: str = Field(description="ISO 8601, UTC")
+    payload: str = Field(sa_column=Column(Text, nullable=False))
+
+
+ingest_pending_table = IngestPendingRow.__table__

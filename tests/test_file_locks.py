@@ -14,10 +14,12 @@ removes or renames the database's files outside SQLite while a store is open.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -181,7 +183,18 @@ def commands(db: Path, tmp: Path) -> list[list[str]]:
         ["unpin", db, "c", "1"], ["replay", db, "c"], ["search", db, "c", "hello", "--scope", "all"],
         ["show", db, "c", "0"], ["search-index", db, "off"], ["search-index", db, "on"],
         ["doctor", db, "--fix"], ["demo", str(tmp / "demo.db")], ["serve", db],
+        ["sync", db, "--agent-server", f"http://127.0.0.1:{nobody_listens()}"],
     ]
+
+
+def nobody_listens() -> int:
+    """A loopback port no one listens on: ``sync`` opens the database, finds no agent server
+    there and says so (tests/test_agent_server.py syncs from a real one)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def serve_pages(db: Path) -> None:
@@ -194,6 +207,11 @@ def serve_pages(db: Path) -> None:
     with TestClient(create_app(db)) as client:
         for page in ("/", "/c/c", "/c/c/call/1", "/c/c/event/0", "/c/c/events", "/search?q=hello&c=c"):
             assert client.get(page).status_code in (200, 404), page
+    from openhands_memory.web.app import create_app as with_ingest
+
+    with TestClient(with_ingest(db, ingest=True)) as client:  # serve --ingest writes beside the pages
+        hello = json.loads(f.user("from an agent server").model_dump_json())
+        assert client.post(f"/events/{uuid.uuid4().hex}", json=[hello]).json()["stored"] == 1
 
 
 def test_the_list_holds_every_command(tmp_path):
@@ -215,6 +233,9 @@ def test_no_command_touches_the_files_of_a_database_a_store_holds_open(tmp_path,
         for args in commands(db, tmp_path):
             if args[0] == "serve":
                 serve_pages(db)
+            elif args[0] == "sync":
+                result = invoke(*args)
+                assert result.exit_code == 1 and "cannot reach the agent server" in result.output, result.output
             else:
                 result = invoke(*args)
                 assert result.exit_code == 0, f"{args}: {result.output}"

@@ -81,6 +81,31 @@ class Slot:
 
 
 Arg = str | Slot
+def _nobody_listens() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+NOBODY = _nobody_listens()
+
+
+def _taken_port() -> "socket.socket":
+    """A port this process listens on, on every address: ``serve`` cannot listen there."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("0.0.0.0", 0))
+    s.listen(1)
+    return s
+
+
+TAKEN = _taken_port()
+#: Commands whose baseline cannot succeed here, and the one line it ends with instead (serve's
+#: would listen for good: its port is taken, so it is refused once every value has passed).
+REFUSED_BASELINE = {"sync": "cannot reach the agent server", "serve": "cannot listen on"}
 # command -> (options, each a flag alone or with its value; positionals)
 INVOCATIONS: dict[str, tuple[list[tuple[Arg, ...]], list[Arg]]] = {
     "init": ([], [Slot("db", "{new}")]),
@@ -119,6 +144,13 @@ INVOCATIONS: dict[str, tuple[list[tuple[Arg, ...]], list[Arg]]] = {
                [Slot("db", "{db}"), Slot("text", "c")]),
     "search-index": ([], [Slot("db", "{db}")]),
     "demo": ([], [Slot("encoding", "demo.db")]),
+    # No agent server listens at the baseline's address (tests/test_agent_server.py syncs from
+    # a real one): the baseline is refused in one line, and so is every value, DB untouched.
+    # The address takes only values refused for their encoding, which reach no network.
+    "serve": ([("--host", Slot("encoding", "127.0.0.1")), ("--port", Slot("count", str(TAKEN.getsockname()[1])))],
+              [Slot("db", "{db}")]),
+    "sync": ([("--agent-server", Slot("encoding", f"http://127.0.0.1:{NOBODY}")), ("--api-key", Slot("text", "k"))],
+             [Slot("db", "{db}"), Slot("text", "8179c999-46f3-46c5-aa47-6d7f4ea353f2")]),
 }
 # The slot each --condense variant of the config reads: condense's --config and --name.
 CONDENSE_CONFIG = ([("--dry-run",), ("-c", Slot("path", "{config}")), ("--name", Slot("text", "small"))],
@@ -263,6 +295,10 @@ def test_the_baseline_succeeds(template, tmp_path, command, spec):
     """The control: each baseline, as written, runs, so a refusal below is the value's."""
     with workspace(template, tmp_path) as (folder, places):
         result = invoke(*argv(command, spec, places))
+        if command in REFUSED_BASELINE:
+            clean_outcome(result)
+            assert result.exit_code == 1 and REFUSED_BASELINE[command] in result.stderr, result.output[-2000:]
+            return
         assert result.exit_code == 0, result.output[-2000:]
 
 
@@ -420,7 +456,8 @@ def test_hostile_values_end_cleanly_on_postgresql(template, pg_template, postgre
 
     with workspace(template, tmp_path) as (folder, places):
         places = {**places, "db": url}
-        assert invoke(*argv(name, spec, places)).exit_code == 0  # the control, on this server
+        control = invoke(*argv(name, spec, places))  # the control, on this server
+        assert control.exit_code == (1 if name in REFUSED_BASELINE else 0), control.output[-2000:]
 
         @settings(max_examples=8, deadline=None, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

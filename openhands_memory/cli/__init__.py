@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "history": ("commands_events", "history", "Events", "Every event, forgotten ones marked."),
     "import": ("commands_io", "import_", "Events", "Import an OpenHands folder, a V0 trajectory or JSONL."),
     "export": ("commands_io", "export", "Events", "Export a conversation as JSONL or an OpenHands folder."),
+    "sync": ("commands_sync", "sync", "Events", "Pull what an OpenHands agent server holds and DB lacks."),
     "branches": ("commands_tree", "branches", "Branches", "The history tree: each branch's leaf, length and fork."),
     "navigate": ("commands_tree", "navigate", "Branches", "Move HEAD to an event (the next one starts a branch)."),
     "fork": ("commands_tree", "fork", "Branches", "Copy a branch's path into a new conversation."),

@@ -131,7 +131,9 @@ def conversations(db: str, fmt: str) -> None:
 
     Visible: LLM-visible events that no condensation has forgotten. Tokens: their cached token
     counts (blank until a token-counting condenser has counted them). Last activity: the
-    newest event's timestamp.
+    newest event's timestamp. Status (conversations an OpenHands agent server streamed in with
+    serve --ingest): what it last said, its model, cost and title; "incomplete" while events
+    wait for a parent it has not delivered.
 
     \b
     Example:
@@ -150,13 +152,35 @@ def conversations(db: str, fmt: str) -> None:
         if not rows:
             click.echo(f"{shown(db)} holds no conversations yet (add one with `import` or `append --create`)")
             return
+        served = any(r["agent_server"] for r in rows)  # from an OpenHands agent server: its status too
         table = Table([
             Column("id", flex=True, min=8), Column("events", ">"), Column("visible", ">"),
             Column("tokens", ">"), Column("cond.", ">"), Column("last activity"),
+            *([Column("status", flex=True, min=6)] if served else []),
         ])
         for r in rows:
-            table.add([r["id"], r["events"], r["visible"], r["tokens"], r["condensations"], _when(r["last_activity"])])
+            table.add([r["id"], r["events"], r["visible"], r["tokens"], r["condensations"], _when(r["last_activity"]),
+                       *([_status(r)] if served else [])])
         table.echo()
+        for r in rows:
+            if r["waiting"]:
+                click.echo(f"{r['id']}: incomplete, {r['waiting']} event(s) wait for a parent the agent server has "
+                           "not delivered (`sync --agent-server URL` fills the gap)")
+
+
+def _status(row: dict[str, Any]) -> str:
+    """An agent server's conversation in a few words: its status, model, cost and title."""
+    info = row["agent_server"] or {}
+    parts = [info.get("status") or ""]
+    if row["waiting"]:
+        parts[0] = "incomplete"
+    if info.get("model"):
+        parts.append(str(info["model"]))
+    if info.get("cost_usd"):
+        parts.append(f"${info['cost_usd']:,.4f}")
+    if info.get("title"):
+        parts.append(str(info["title"]))
+    return " · ".join(p for p in parts if p)
 
 
 def echo_stats(title: str, stats: dict[str, Any]) -> None:

@@ -1,9 +1,12 @@
-"""serve: the web inspector (openhands_memory/web) on a local port, read-only."""
+"""serve: the web inspector (openhands_memory/web) on a local port, read-only; with --ingest
+also the receiver of an OpenHands agent server's webhooks (web/ingest.py)."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import os
+import re
 import socket
 
 import click
@@ -13,6 +16,13 @@ from .params import DATABASE, TEXT, count
 from .vocabulary import output_format
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+#: Keys ingest accepts beside --api-key, separated by commas or spaces.
+KEYS_ENV = "OPENHANDS_MEMORY_INGEST_KEYS"
+
+
+def ingest_keys(given: tuple[str, ...]) -> list[str]:
+    """The keys ``--api-key`` gave and ``$OPENHANDS_MEMORY_INGEST_KEYS`` holds."""
+    return [k for k in (*given, *re.split(r"[,\s]+", os.environ.get(KEYS_ENV, ""))) if k]
 
 
 def is_loopback(host: str) -> bool:
@@ -49,10 +59,20 @@ def bound_socket(host: str, port: int) -> socket.socket:
               help="The address to listen on. Anything but loopback is warned about: there is no authentication.")
 @click.option("--port", default=8765, show_default=True, type=count(0), help="The port (0: any free one).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the inspector in the default browser.")
+@click.option("--ingest", is_flag=True,
+              help="Also receive an OpenHands agent server's webhooks (POST /events/ID, /conversations) into DB.")
+@click.option("--api-key", "api_keys", multiple=True, type=TEXT, metavar="KEY",
+              help=f"With --ingest: a key the agent server must send (X-Session-API-Key); repeatable; also ${KEYS_ENV}.")
 @output_format()
-def serve(db: str, host: str, port: int, open_browser: bool, fmt: str) -> None:
+def serve(db: str, host: str, port: int, open_browser: bool, ingest: bool, api_keys: tuple[str, ...],
+          fmt: str) -> None:
     """Serve DB's web inspector: what the model saw at each call, what was forgotten, why,
     and what it cost. Read-only: an agent may keep writing beside it; reload for the newest.
+
+    With --ingest, an OpenHands agent server started with
+    OH_WEBHOOKS_0_BASE_URL=http://HOST:PORT streams every conversation into DB (created if
+    missing); a batch is answered once it is committed. Beyond loopback it needs a key: the
+    agent server's session key (OH_SESSION_API_KEYS_0), which it sends with each batch.
 
     Pages: / (conversations), /c/ID (chart, condensations, branches, pins), /c/ID/call/N
     (the view at model call N), /c/ID/event/SEQ, /c/ID/condensation/SEQ, /c/ID/events,
@@ -61,15 +81,25 @@ def serve(db: str, host: str, port: int, open_browser: bool, fmt: str) -> None:
 
     \b
     Example:
-      openhands-memory demo && openhands-memory serve openhands-memory-demo.db --open
+      openhands-memory demo
+      openhands-memory serve openhands-memory-demo.db --open
       openhands-memory serve postgresql://agents@db/memory --port 9000
+      openhands-memory serve agents.db --ingest --port 8766
     """
     if port > 65535:
         raise click.ClickException(f"--port {port}: a port is at most 65535")
-    judge(db)
-    from ..web import create_app
+    if api_keys and not ingest:
+        raise click.ClickException("--api-key: keys are for --ingest (the pages have no authentication)")
+    keys = ingest_keys(api_keys) if ingest else []
+    if ingest and not keys and not is_loopback(host):
+        raise click.ClickException(f"--ingest on {host} needs a key (--api-key or ${KEYS_ENV}): anyone who can "
+                                   "reach the port could write into DB")
+    judge(db, must_exist=not ingest)
+    if ingest:
+        _create(db)
+    from ..web.app import create_app
 
-    app = create_app(db)
+    app = create_app(db, ingest=ingest, api_keys=keys)
     sock = bound_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -79,9 +109,11 @@ def serve(db: str, host: str, port: int, open_browser: bool, fmt: str) -> None:
                    "conversation (the inspector has no authentication)", err=True)
     if fmt == "json":
         # One line, flushed: a script reads it to learn the port (--port 0).
-        click.echo(json.dumps({"url": url, "database": shown(db), "backend": "postgresql" if is_url(db) else "sqlite"}))
+        click.echo(json.dumps({"url": url, "database": shown(db), "backend": "postgresql" if is_url(db) else "sqlite",
+                               "ingest": ingest}))
     else:
-        click.echo(f"Serving {shown(db)} at {url} (read-only; Ctrl-C stops it)")
+        mode = "ingesting the agent server's webhooks" if ingest else "read-only"
+        click.echo(f"Serving {shown(db)} at {url} ({mode}; Ctrl-C stops it)")
     import uvicorn
 
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
@@ -92,3 +124,10 @@ def serve(db: str, host: str, port: int, open_browser: bool, fmt: str) -> None:
 
         threading.Timer(0.5, webbrowser.open, args=(url,)).start()
     server.run(sockets=[sock])
+
+
+def _create(db: str) -> None:
+    """DB at the current schema, made if it is missing (ingest fills a new one)."""
+    from ..conversation import EventStore
+
+    EventStore(db).close()

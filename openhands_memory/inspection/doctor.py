@@ -270,12 +270,24 @@ def _tree(db: Session, cid: str, count: int, problems: list[Problem]) -> None:
                                 "navigate to an event to fix it"))
 
 
+def _waiting(db: Session, cid: str, problems: list[Problem]) -> None:
+    """Events an agent server sent whose parents never came (``io/agent_server.py``): the
+    conversation has a gap, and is not shown as complete. Not repaired here: only the agent
+    server holds what is missing."""
+    waiting = db.pending_count(cid)
+    if waiting:
+        problems.append(Problem(cid, "gap", f"{waiting} event(s) the agent server sent wait for a parent it has "
+                                "not delivered (a batch dropped or still retried); fill the gap with "
+                                "`openhands-memory sync DB --agent-server URL`"))
+
+
 def check_conversation(db: Session, cid: str, full: bool,
                        min_age: float = DEFAULT_MIN_AGE) -> tuple[list[Problem], Plan, int]:
     problems: list[Problem] = []
     plan = Plan()
     count = _ids(db, cid, problems)
     _tree(db, cid, count, problems)
+    _waiting(db, cid, problems)
     if full:
         _calls(db, cid, -1, problems, plan, min_age)
         _condensations(db, cid, -1, problems, plan)

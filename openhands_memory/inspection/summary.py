@@ -29,6 +29,11 @@ class ConversationSummary:
     tokens_counted_events: int
     condensations: int
     last_activity: str | None
+    # What an OpenHands agent server said of it (``io/agent_server.py``): title, status,
+    # agent, model, cost and tokens; None for a conversation that did not come from one.
+    agent_server: dict[str, Any] | None = None
+    # Events it sent that wait for a parent not delivered: the history has a gap.
+    waiting: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -38,7 +43,8 @@ def summaries(store: "EventStore", ids: Sequence[str] | None = None) -> list[Con
     """Every conversation (or those in ``ids``), oldest first."""
     out = []
     with store.reading() as db:
-        for cid, created, _ in db.conversations():
+        waiting = db.pending_counts()
+        for cid, created, meta in db.conversations():
             if ids is not None and cid not in ids:
                 continue
             last = db.last_seq(cid)
@@ -48,6 +54,8 @@ def summaries(store: "EventStore", ids: Sequence[str] | None = None) -> list[Con
                 tokens=tokens if counted else None, tokens_counted_events=counted,
                 condensations=db.condensation_count(cid),
                 last_activity=db.timestamp_of(cid, last) if last >= 0 else None,
+                agent_server=meta.get("agent_server") if isinstance(meta.get("agent_server"), dict) else None,
+                waiting=waiting.get(cid, 0),
             ))
     return out
 

@@ -27,6 +27,7 @@ from .statements.driver import (
     chunks,
 )
 from .statements.events import EventStatements
+from .statements.ingest import IngestStatements
 from .statements.inspector import InspectorStatements
 from .statements.ledger import LedgerStatements
 from .statements.replays import ReplayStatements
@@ -52,6 +53,7 @@ GROUPS = (
     SdkFileStatements,
     InspectorStatements,
     ReplayStatements,
+    IngestStatements,
 )
 
 

@@ -13,7 +13,7 @@ import math
 from contextlib import asynccontextmanager, contextmanager
 import threading
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator, Sequence
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -134,9 +134,12 @@ def makeup_bar(makeup: dict[str, int], width: int = 880) -> list[tuple[float, fl
     return out
 
 
-def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Starlette:
+def create_app(location: str | Path, *, statement_timeout: float = 10.0, ingest: bool = False,
+               api_keys: Sequence[str] = ()) -> Starlette:
     """The inspector over the database at ``location`` (a file path or a URL), read-only.
-    ``statement_timeout``: seconds a PostgreSQL statement may run before it is stopped."""
+    ``statement_timeout``: seconds a PostgreSQL statement may run before it is stopped.
+    ``ingest``: also receive an OpenHands agent server's webhooks (``ingest.py``), checking
+    ``api_keys`` when there are any."""
     stores = Stores(location, statement_timeout)
     timelines = Timelines()
     env = _environment()
@@ -231,11 +234,21 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
 
     from ..errors import ConversationNotFound, EventNotFound
 
+    # The agent server's webhooks (serve --ingest): first, and writing through a store of
+    # their own; the pages stay read-only.
+    closing: list[Any] = [stores]
+    if ingest:
+        from .ingest import ingest_routes
+
+        webhooks, writer = ingest_routes(location, api_keys)
+        routes[:0] = webhooks
+        closing.append(writer)
+
     app = Starlette(
         routes=routes,
         exception_handlers={404: missing, Missing: missing, ConversationNotFound: missing,
                             EventNotFound: missing, OpenHandsMemoryError: refused},
-        lifespan=_closing(stores),
+        lifespan=_closing(*closing),
     )
     app.state.stores = stores
     return app
@@ -246,7 +259,7 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0) -> Star
 THREADS = 4
 
 
-def _closing(stores: Stores) -> Any:
+def _closing(*closables: Any) -> Any:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         import anyio.to_thread
@@ -255,7 +268,8 @@ def _closing(stores: Stores) -> Any:
         try:
             yield
         finally:
-            stores.close()
+            for each in closables:
+                each.close()
 
     return lifespan
 

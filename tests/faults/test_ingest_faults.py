@@ -1,0 +1,72 @@
+"""The agent server's webhooks received while PostgreSQL ends the receiver's session: between
+batches, and in the middle of one (its write held back by a lock another session holds, then
+its backend ended). Each time the batch is answered 503, nothing of it stored; the sender's
+next attempt (the same batch again) lands once; the history is the sent one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from openhands_memory.conversation import EventStore
+from openhands_memory.inspection import doctor
+from openhands_memory.web.app import create_app
+
+from ..test_ingest import CID, batches, expected, rows, wire_events
+from .test_postgres_faults import LOCK_EVENTS, admin, dbname, holding, terminate, wait_for, waiting
+
+psycopg = pytest.importorskip("psycopg")
+
+
+def receiver_backends(url: str) -> list[int]:
+    with admin(url) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (dbname(url),))]
+
+
+def post(client: TestClient, batch: list[dict[str, Any]]) -> Any:
+    return client.post(f"/events/{CID.hex}", content=json.dumps(batch).encode(),
+                       headers={"Content-Type": "application/json"})
+
+
+def test_a_session_ended_between_and_inside_batches_loses_nothing_and_stores_nothing_twice(
+        postgres_database_factory):
+    url = postgres_database_factory()
+    EventStore(url).close()
+    events = wire_events(20)
+    sent = batches(events, 6)
+    assert len(sent) >= 4
+    with TestClient(create_app(url, ingest=True)) as client:
+        assert post(client, sent[0]).status_code == 200
+
+        # Between batches: the receiver's connection is gone when the next one comes.
+        terminate(url, receiver_backends(url))
+        first = post(client, sent[1])
+        if first.status_code != 200:  # the write found its connection gone: nothing stored
+            assert first.status_code == 503 and "send the batch again" in first.json()["error"]
+            assert rows(url) == expected(events[: len(sent[0])])
+            assert post(client, sent[1]).status_code == 200  # the sender's retry
+
+        # Inside a batch: its write waits on a lock, and its backend is ended meanwhile.
+        answers: list[Any] = []
+        with holding(url, LOCK_EVENTS):
+            thread = threading.Thread(target=lambda: answers.append(post(client, sent[2])))
+            thread.start()
+            terminate(url, wait_for("the batch's write to wait on the lock", lambda: waiting(url)))
+            thread.join(60)
+        (answer,) = answers
+        assert answer.status_code == 503, answer.text
+        assert "nothing was written" in answer.json()["error"] and "send the batch again" in answer.json()["error"]
+        for batch in sent[2:]:  # the retry, then the rest
+            assert post(client, batch).status_code == 200
+        again = post(client, sent[2]).json()  # a late duplicate of the retried batch
+        assert again["stored"] == 0 and again["duplicates"] == len(sent[2])
+    assert rows(url) == expected(events)
+    with EventStore(url) as store:
+        assert doctor.check(store, full=True).problems == []
