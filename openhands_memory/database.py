@@ -71,18 +71,22 @@ def psycopg_module(location: Location) -> ModuleType:
     return psycopg
 
 
-def connect_server(location: Location, *, options: str | None = None) -> Any:
+def connect_server(location: Location) -> Any:
     """A psycopg connection (autocommit) to a PostgreSQL database, with a connect timeout and
     TCP keepalives (``connection_params``); a server that cannot be reached or does not
     answer in time, or a database that does not exist, is one line naming it and libpq's
-    reason. ``options``: libpq's start-up ``options`` (settings for the session, sent with
-    the connection request; they replace the URL's own, so pass those along)."""
+    reason.
+
+    Nothing of ours outlives a transaction on it, so that it works through a pooler in
+    transaction mode (PgBouncer's, a managed service's), which hands the server's session
+    to another client after each transaction: no start-up ``options`` (PgBouncer refuses the
+    parameter), no prepared statements (``prepare_threshold=None``: psycopg would otherwise
+    prepare a statement run five times, by a name the next client of that server session
+    may prepare too). The settings a transaction needs are set in it (``SET LOCAL``)."""
     psycopg = psycopg_module(location)
     extra = connection_params(location.driver_url)
-    if options is not None:
-        extra["options"] = options
     try:
-        return psycopg.connect(location.driver_url, autocommit=True, **extra)
+        return psycopg.connect(location.driver_url, autocommit=True, prepare_threshold=None, **extra)
     except psycopg.OperationalError as e:
         if isinstance(e, psycopg.errors.ConnectionTimeout) or str(e).startswith("connection timeout expired"):
             raise ConnectTimeout(location.label, connect_timeout_of(location.driver_url)) from None

@@ -13,7 +13,7 @@ from .. import search, search_waiting
 from ..codec import EVENT_COLUMNS
 from ..search import SearchFilters
 from ..session import END, INSERT_CONDENSATION, INSERT_EVENT, INSERT_RANGE, IntegrityViolation, Session
-from .dialect import LOCK, pyformat
+from .dialect import LOCK, TRANSACTION_SETTINGS, pyformat
 
 
 class Reconnecting(Protocol):
@@ -116,7 +116,7 @@ class PostgresSession(Session):
             if begin is None:
                 return self.conn.execute(self.sql(text), params)
             with self.conn.pipeline():  # BEGIN and this statement in one round trip
-                self.conn.execute(begin)
+                self._begin_with(begin)
                 return self.conn.execute(self.sql(text), params)
 
         return self.again_if_lost(send, begin)
@@ -130,7 +130,7 @@ class PostgresSession(Session):
         def send() -> list[Any]:
             with self.conn.pipeline():
                 if begin is not None:
-                    self.conn.execute(begin)
+                    self._begin_with(begin)
                 return [self.conn.execute(self.sql(text), params) for text, params in statements]
 
         cursors = self.again_if_lost(send, begin)
@@ -168,7 +168,14 @@ class PostgresSession(Session):
         """Send a pending ``BEGIN`` on its own (before COPY, which no pipeline carries)."""
         if self.pending_begin is not None:
             begin, self.pending_begin = self.pending_begin, None
-            self.conn.execute(begin)
+            with self.conn.pipeline():
+                self._begin_with(begin)
+
+    def _begin_with(self, begin: str) -> None:
+        """``begin`` and the settings every transaction of ours runs with, in the caller's
+        pipeline (they end with the transaction: see ``TRANSACTION_SETTINGS``)."""
+        self.conn.execute(begin)
+        self.conn.execute(TRANSACTION_SETTINGS)
 
     def last_seq(self, cid: str, upto: int = END) -> int:
         if upto == END and self.known_last is not None and self.known_last[0] == cid:
