@@ -39,6 +39,7 @@ from .errors import (
     SchemaTooOld,
     SeveralRevisions,
     StorageFault,
+    TooManyConnections,
 )
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ def connect_server(location: Location) -> Any:
         # host and port already, so the reason is what follows the last "failed: ".
         first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
         reason = first.rsplit(" failed: ", 1)[-1].strip().removeprefix("FATAL:").strip()
+        if any(sign in reason for sign in TooManyConnections.SIGNS):
+            raise TooManyConnections(location.label, reason) from None
         raise DatabaseUnreachable(location.label, reason) from None
 
 
@@ -433,9 +436,11 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
     return location
 
 
-def judge_server(location: Location, conn: Any, *, create: bool = True) -> None:
-    """Make sure a PostgreSQL database is ours and at the head revision, creating the schema
-    in an empty one. ``conn``: an open psycopg connection (autocommit), used read-only.
+def judge_server(location: Location, conn: Any, *, create: bool = True) -> bool:
+    """Make sure a PostgreSQL database is ours and at the head revision; True when it is
+    empty and ``create`` allows making the schema there, which the caller does then
+    (``create_schema``: alembic's own connection, so the caller closes ``conn`` first and a
+    store never holds two). ``conn``: an open psycopg connection (autocommit), used read-only.
 
     One statement for a database of ours: reading ``alembic_version`` outright. Asking the
     catalog first (``information_schema.tables``) cost a fresh connection several
@@ -449,7 +454,7 @@ def judge_server(location: Location, conn: Any, *, create: bool = True) -> None:
         pass  # autocommit: the failed statement left no transaction behind
     else:
         check_revision(location.label, the_revision(location.label, found))
-        return
+        return False
     row = conn.execute(
         "SELECT to_regclass('alembic_version') IS NOT NULL, "
         "ARRAY(SELECT table_name::text FROM information_schema.tables "
@@ -459,11 +464,11 @@ def judge_server(location: Location, conn: Any, *, create: bool = True) -> None:
     if has_revision:
         found = conn.execute(REVISION_ROWS).fetchall()
         check_revision(location.label, the_revision(location.label, found))
-        return
+        return False
     if tables:
         if OUR_TABLES & set(tables):
             raise NotOurDatabase(location.label, "it has our tables but no schema revision")
         raise NotOurDatabase(location.label, f"it holds other tables: {', '.join(tables[:5])}")
     if not create:
         raise FileNotFoundError(f"{location.label}: the database holds no openhands-memory schema")
-    create_schema(location)
+    return True

@@ -100,7 +100,7 @@ class Pooler:
 
 
 def write_ini(folder: Path, server_url: str, port: int, *, pool_mode: str, pool_size: int,
-              max_client_conn: int, user: str) -> None:
+              max_client_conn: int, user: str, settings: dict[str, str]) -> None:
     server = urlsplit(server_url)
     (folder / "userlist.txt").write_text(f'"{user}" ""\n')
     (folder / "pgbouncer.ini").write_text("\n".join([
@@ -119,14 +119,16 @@ def write_ini(folder: Path, server_url: str, port: int, *, pool_mode: str, pool_
         f"max_client_conn = {max_client_conn}",
         f"logfile = {folder / 'log'}",
         f"pidfile = {folder / 'pid'}",
+        *(f"{name} = {value}" for name, value in settings.items()),
         "",
     ]))
 
 
 @contextmanager
 def pooler(server_url: str, *, pool_mode: str = "transaction", pool_size: int = 10,
-           max_client_conn: int = 400) -> Iterator[Pooler]:
-    """A PgBouncer in front of the server at ``server_url``, stopped and removed afterwards."""
+           max_client_conn: int = 400, **settings: str) -> Iterator[Pooler]:
+    """A PgBouncer in front of the server at ``server_url``, stopped and removed afterwards.
+    ``settings``: more of pgbouncer.ini's (``query_wait_timeout="5"``)."""
     folder = Path(tempfile.mkdtemp(prefix="ohm-pgbouncer-"))
     user = urlsplit(server_url).username or "postgres"
     if os.geteuid() == 0:
@@ -134,7 +136,7 @@ def pooler(server_url: str, *, pool_mode: str = "transaction", pool_size: int = 
     try:
         port = free_port()
         write_ini(folder, server_url, port, pool_mode=pool_mode, pool_size=pool_size,
-                  max_client_conn=max_client_conn, user=user)
+                  max_client_conn=max_client_conn, user=user, settings=settings)
         running = Pooler(folder, port, user)
         running.start()
         try:

@@ -32,9 +32,9 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
-from ...database import Location, connect_server, connect_timeout_of, judge_server
-from ...errors import ConnectionLost, ConnectTimeout, DatabaseUnreachable, LockTimeout, ServerFailure, \
-    ServerLimitExceeded, StatementCancelled, StatementTimeout
+from ...database import Location, connect_server, connect_timeout_of, create_schema, judge_server
+from ...errors import ConnectionLost, ConnectTimeout, DatabaseUnreachable, LockTimeout, PoolerTimeout, \
+    ServerFailure, ServerLimitExceeded, StatementCancelled, StatementTimeout
 from ..recorder import FOLLOWS_HEAD, Datastore, wait_millis
 from ..session import Session
 from .dialect import (
@@ -82,7 +82,10 @@ class PostgresRecorder(Datastore):
         self.conn = connect_server(location)
         try:
             try:
-                judge_server(location, self.conn, create=create and not readonly)
+                if judge_server(location, self.conn, create=create and not readonly):
+                    self.conn.close()  # alembic makes the schema on a connection of its own
+                    create_schema(location)
+                    self.conn = connect_server(location)
             except Exception as e:
                 self.fail(e, writing=False)
                 raise
@@ -127,6 +130,8 @@ class PostgresRecorder(Datastore):
         if not isinstance(error, psycopg.Error):
             return
         reason = first_line(error).removeprefix("consuming input failed: ")
+        if self.lost(error) and PoolerTimeout.SIGN in reason:  # it never reached the server
+            raise PoolerTimeout(self.label, reason, writing=writing) from None
         if self.lost(error):
             check = (f"openhands-memory history {shlex.quote(self.label)} {shlex.quote(conversation_id)}"
                      if conversation_id is not None else f"openhands-memory conversations {shlex.quote(self.label)}")
@@ -394,7 +399,8 @@ class PostgresRecorder(Datastore):
             try:
                 row = self.conn.execute("SELECT version FROM conversation WHERE id = %s", (conversation_id,)).fetchone()
             except Exception as e:
-                if not self.lost(e) or self._session.active:  # (a transaction's: it fails whole)
+                if not self.lost(e) or self._session.active or PoolerTimeout.SIGN in str(e):
+                    # (a transaction's fails whole; a pooler that waited in vain would again)
                     session = self._session
                     self.fail(e, writing=session.active and not session.reading, conversation_id=session.conversation)
                     raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
 from ... import limits
+from ...errors import PoolerTimeout
 from ...searchable import fold_nul
 from .. import search, search_waiting
 from ..codec import EVENT_COLUMNS
@@ -112,7 +113,7 @@ class PostgresSession(Session):
     def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
         begin, self.pending_begin = self.pending_begin, None
 
-        def send() -> Any:
+        def send(begin: str | None) -> Any:
             if begin is None:
                 return self.conn.execute(self.sql(text), params)
             with self.conn.pipeline():  # BEGIN and this statement in one round trip
@@ -127,7 +128,7 @@ class PostgresSession(Session):
             return []
         begin, self.pending_begin = self.pending_begin, None
 
-        def send() -> list[Any]:
+        def send(begin: str | None) -> list[Any]:
             with self.conn.pipeline():
                 if begin is not None:
                     self._begin_with(begin)
@@ -146,20 +147,28 @@ class PostgresSession(Session):
         results = self.run_all([*streamed, *statements])
         return _drained(results[: len(streamed)]), results[len(streamed):]
 
-    def again_if_lost(self, send: Callable[[], _T], begin: str | None) -> _T:
-        """``send()``, translating a failure; a read that has taken no snapshot yet (its
+    def again_if_lost(self, send: Callable[[str | None], _T], begin: str | None) -> _T:
+        """``send(begin)``, translating a failure; a read that has taken no snapshot yet (its
         BEGIN goes with this statement) or takes none (a single statement) runs once more
         on a new connection after a connection loss. A read further into its transaction
-        cannot: its snapshot is gone, and statements from two snapshots would not agree."""
+        cannot: its snapshot is gone, and statements from two snapshots would not agree.
+
+        The second time, BEGIN goes alone first: a pooler that gives up on the command
+        (PgBouncer's ``query_wait_timeout``) ends the connection, and libpq keeps the
+        pooler's reason only outside a pipeline (``PoolerTimeout`` then names it)."""
         try:
-            return send()
+            return send(begin)
         except Exception as e:
-            if not (self.reading and (begin is not None or self.single) and self.recorder.lost(e)):
+            if not (self.reading and (begin is not None or self.single) and self.recorder.lost(e)
+                    and PoolerTimeout.SIGN not in str(e)):  # (a pooler that waited in vain would again)
                 self.translate(e)
                 raise
             self.recorder.reconnect(after=e)
         try:
-            return send()
+            if begin is not None:
+                self.conn.execute(begin)
+                self.conn.execute(TRANSACTION_SETTINGS)
+            return send(None)
         except Exception as e:
             self.translate(e)
             raise
