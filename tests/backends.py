@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
+from contextlib import contextmanager
 
 import pytest
 
@@ -108,12 +109,19 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(scope="session")
 def pgbouncer(postgres_server):
     """A PgBouncer (tools/pgbouncer.py: Debian's, in transaction mode, 10 server connections
-    a database) in front of the test server, for this session. Without pgbouncer installed
-    the tests that need it are skipped, unless ``OHM_REQUIRE_PGBOUNCER=1`` (CI), which makes
-    them fail instead."""
+    a database) in front of the test server, for this session."""
+    with pooled(postgres_server) as running:
+        yield running
+
+
+@contextmanager
+def pooled(server_url: str, **settings):
+    """A PgBouncer in front of the server at ``server_url`` (``tools.pgbouncer.pooler``'s
+    settings). Without pgbouncer installed the test is skipped, unless
+    ``OHM_REQUIRE_PGBOUNCER=1`` (CI), which makes it fail instead."""
     from tools.pgbouncer import pooler
 
-    running = pooler(postgres_server)
+    running = pooler(server_url, **settings)
     try:
         found = running.__enter__()
     except (RuntimeError, OSError) as e:

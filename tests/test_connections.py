@@ -17,7 +17,7 @@ from openhands_memory.conversation import EventStore
 from openhands_memory.errors import PoolerTimeout, TooManyConnections
 
 from . import factories as f
-from .backends import start_server
+from .backends import pooled, start_server
 from .cli_runner import invoke
 from .test_pooler import exercise
 
@@ -100,10 +100,8 @@ def test_a_full_server_refuses_one_more_store_in_one_line(database):
 
 
 def test_a_pooler_full_of_clients_refuses_in_one_line(small_server, database):
-    from tools.pgbouncer import pooler
-
     EventStore(database).close()
-    with pooler(small_server, pool_size=1, max_client_conn=2) as running:
+    with pooled(small_server, pool_size=1, max_client_conn=2) as running:
         url = running.url(database.rsplit("/", 1)[1])
         with EventStore(url) as one, EventStore(url) as two:
             started = time.monotonic()
@@ -115,10 +113,8 @@ def test_a_pooler_full_of_clients_refuses_in_one_line(small_server, database):
 
 
 def test_a_pooler_whose_server_is_full_passes_the_refusal_on(small_server, database):
-    from tools.pgbouncer import pooler
-
     EventStore(database).close()
-    with pooler(small_server, pool_size=2) as running:
+    with pooled(small_server, pool_size=2) as running:
         others = occupy(database, MAX_CONNECTIONS)
         try:
             started = time.monotonic()
@@ -131,11 +127,9 @@ def test_a_pooler_whose_server_is_full_passes_the_refusal_on(small_server, datab
 
 
 def test_a_command_the_pool_has_no_connection_for_fails_after_the_poolers_wait(small_server, database):
-    from tools.pgbouncer import pooler
-
     with EventStore(database) as store:
         store.create_conversation("a").append(f.user())
-    with pooler(small_server, pool_size=1, query_wait_timeout="2") as running:
+    with pooled(small_server, pool_size=1, query_wait_timeout="2") as running:
         url = running.url(database.rsplit("/", 1)[1])
         with EventStore(url) as holder, EventStore(url) as waiter:
             conv = waiter.conversation("a")

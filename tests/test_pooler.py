@@ -21,6 +21,7 @@ from openhands_memory.location import Location
 from openhands_memory.storage.postgres.query import read_only_query
 
 from . import factories as f
+from .backends import pooled
 from .cli_runner import run
 from .test_migrations import OLDER_REVISIONS, ROWS_PER_TABLE, assert_rows_intact, dropped_after, fill_generically, without
 
@@ -72,22 +73,20 @@ def lone_pooler(request, postgres_server, postgres_database_factory) -> Iterator
     one server connection, the database's own URL): every transaction through the pooler,
     any client's, runs in that one server session. Indirect parameter ``"empty"``: a database
     without our schema."""
-    from tools.pgbouncer import pooler
-
     direct = postgres_database_factory(empty=getattr(request, "param", None) == "empty")
-    with pooler(postgres_server, pool_size=1) as running:
+    with pooled(postgres_server, pool_size=1) as running:
         yield running.url(direct.rsplit("/", 1)[1]), direct
 
 
 def test_nothing_is_left_in_the_server_session_through_a_pooler(lone_pooler):
-    pooled, direct = lone_pooler
+    through, direct = lone_pooler
     with psycopg.connect(direct) as fresh:
         clean = fresh.execute(SESSION_STATE).fetchone()
-    exercise(pooled)
-    with psycopg.connect(pooled, prepare_threshold=None, autocommit=True) as next_client:
+    exercise(through)
+    with psycopg.connect(through, prepare_threshold=None, autocommit=True) as next_client:
         assert next_client.execute(SESSION_STATE).fetchone() == clean
         served = next_client.execute("SELECT pg_backend_pid()").fetchone()[0]
-    with EventStore(pooled) as store, store.reading() as db:
+    with EventStore(through) as store, store.reading() as db:
         assert db.one("SELECT pg_backend_pid()", ()) == served  # the one server session
         # The settings the library's transactions run with are set in each of them.
         assert db.one("SELECT current_setting('jit') || current_setting('max_parallel_workers_per_gather')", ()) == "off0"
@@ -106,10 +105,8 @@ def test_nothing_is_left_in_the_session_of_a_direct_connection(postgres_database
 
 
 def test_every_feature_works_through_a_pooler_in_session_mode(postgres_server, postgres_database_factory):
-    from tools.pgbouncer import pooler
-
     direct = postgres_database_factory()
-    with pooler(postgres_server, pool_mode="session", pool_size=2) as running:
+    with pooled(postgres_server, pool_mode="session", pool_size=2) as running:
         exercise(running.url(direct.rsplit("/", 1)[1]))
 
 
@@ -117,7 +114,7 @@ def test_every_feature_works_through_a_pooler_in_session_mode(postgres_server, p
 @pytest.mark.parametrize("revision", [OLDER_REVISIONS[0], OLDER_REVISIONS[-1]])
 def test_migrate_runs_through_a_pooler_in_transaction_mode(lone_pooler, revision):
     """The whole migration is one transaction: the pooler serves it like any other."""
-    pooled, direct = lone_pooler
+    through, direct = lone_pooler
     engine = sa.create_engine(Location.parse(direct).sqlalchemy_url)
     try:
         with engine.begin() as conn:
@@ -128,7 +125,7 @@ def test_migrate_runs_through_a_pooler_in_transaction_mode(lone_pooler, revision
             expected = fill_generically(conn, meta)
     finally:
         engine.dispose()
-    done = run("migrate", pooled)
+    done = run("migrate", through)
     assert f": {revision} -> {migrate.HEAD} (" in done.output, done.output
     engine = sa.create_engine(Location.parse(direct).sqlalchemy_url)
     try:
@@ -137,7 +134,7 @@ def test_migrate_runs_through_a_pooler_in_transaction_mode(lone_pooler, revision
             assert_rows_intact(conn, without(expected, dropped_after(revision)), f"after {revision} -> head")
     finally:
         engine.dispose()
-    with EventStore(pooled) as store:  # the library accepts what migrate made
+    with EventStore(through) as store:  # the library accepts what migrate made
         assert len(store.conversations()) == ROWS_PER_TABLE
-    with psycopg.connect(pooled, prepare_threshold=None, autocommit=True) as next_client:
+    with psycopg.connect(through, prepare_threshold=None, autocommit=True) as next_client:
         assert next_client.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0

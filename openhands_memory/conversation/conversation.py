@@ -472,10 +472,12 @@ class Conversation:
 
 
 #: How many times ``Conversation.step`` condenses, each from a fresh view, while other
-#: writers' condensations keep landing under it: enough for a handful of agents sharing one
-#: conversation (each refusal means another agent's condensation did land), few enough that
-#: a step never loops on a conflict that keeps coming back.
-STEP_TRIES = 3
+#: writers' condensations keep landing under it. Each refusal means another agent's
+#: condensation did land, and the next view is usually below the strategy's threshold; but
+#: agents sharing a conversation with a small ``max_size`` can outgrow it again while one
+#: decides (four agents at ``max_size=30`` on two busy cores were refused three times in a
+#: row now and then). Five keeps the step from looping on a conflict that keeps coming back.
+STEP_TRIES = 5
 
 
 def _seq_of(view: View, uid: str) -> int | None:

@@ -57,6 +57,19 @@ RESTARTING = ("starting up", "shutting down", "in recovery mode", "not yet accep
               "Connection refused", "server closed the connection unexpectedly")
 
 
+def underlying(error: BaseException) -> BaseException:
+    """The failure behind psycopg's "cannot exit pipeline mode": when a pipeline's statement
+    fails with the server ending the session (``pg_terminate_backend``, a restart), psycopg
+    then tries to leave pipeline mode on the dying connection, and that error replaces the
+    one that says what happened (which it keeps as its context)."""
+    import psycopg
+
+    while (isinstance(error, psycopg.OperationalError) and str(error).startswith("cannot exit pipeline mode")
+           and isinstance(error.__context__, psycopg.Error)):
+        error = error.__context__
+    return error
+
+
 class PostgresRecorder(Datastore):
     """One connection to the server, replaced when the server ends it.
 
@@ -109,6 +122,7 @@ class PostgresRecorder(Datastore):
         the network failed): then the next call connects again."""
         import psycopg
 
+        error = underlying(error)
         if not isinstance(error, psycopg.Error):
             return False
         ended = isinstance(error, (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown,
@@ -127,6 +141,7 @@ class PostgresRecorder(Datastore):
         landed; otherwise ``False``."""
         import psycopg
 
+        error = underlying(error)
         if not isinstance(error, psycopg.Error):
             return
         reason = first_line(error).removeprefix("consuming input failed: ")
