@@ -83,7 +83,8 @@ def connect_server(location: Location) -> Any:
     to another client after each transaction: no start-up ``options`` (PgBouncer refuses the
     parameter), no prepared statements (``prepare_threshold=None``: psycopg would otherwise
     prepare a statement run five times, by a name the next client of that server session
-    may prepare too). The settings a transaction needs are set in it (``SET LOCAL``)."""
+    may prepare too) until the recorder knows the session is the server's own. The settings
+    a transaction needs are set in it (``SET LOCAL``)."""
     psycopg = psycopg_module(location)
     extra = connection_params(location.driver_url)
     try:
@@ -111,6 +112,19 @@ class FileState:
 
 #: Every row of alembic_version (one, in a database of ours).
 REVISION_ROWS = "SELECT version_num FROM alembic_version ORDER BY version_num"
+#: The same on a server, each row with the id of the server process that answered.
+SERVER_REVISION_ROWS = "SELECT version_num, pg_backend_pid() FROM alembic_version ORDER BY version_num"
+
+
+@dataclass(frozen=True)
+class ServerJudged:
+    """What ``judge_server`` found: ``create``, the database is empty and the caller makes
+    its schema; ``backend_pid``, the id of the server process that answered (None when no
+    row said), which is the one libpq was told at the start (``conn.info.backend_pid``) only
+    when the connection is the server's own session, not a pooler's."""
+
+    create: bool
+    backend_pid: int | None = None
 
 
 def the_revision(label: str, rows: list[Any]) -> str | None:
@@ -436,8 +450,8 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
     return location
 
 
-def judge_server(location: Location, conn: Any, *, create: bool = True) -> bool:
-    """Make sure a PostgreSQL database is ours and at the head revision; True when it is
+def judge_server(location: Location, conn: Any, *, create: bool = True) -> ServerJudged:
+    """Make sure a PostgreSQL database is ours and at the head revision; ``create`` when it is
     empty and ``create`` allows making the schema there, which the caller does then
     (``create_schema``: alembic's own connection, so the caller closes ``conn`` first and a
     store never holds two). ``conn``: an open psycopg connection (autocommit), used read-only.
@@ -449,12 +463,12 @@ def judge_server(location: Location, conn: Any, *, create: bool = True) -> bool:
     import psycopg
 
     try:
-        found = conn.execute(REVISION_ROWS).fetchall()
+        found = conn.execute(SERVER_REVISION_ROWS).fetchall()
     except psycopg.errors.UndefinedTable:
         pass  # autocommit: the failed statement left no transaction behind
     else:
         check_revision(location.label, the_revision(location.label, found))
-        return False
+        return ServerJudged(False, found[0][1] if found else None)
     row = conn.execute(
         "SELECT to_regclass('alembic_version') IS NOT NULL, "
         "ARRAY(SELECT table_name::text FROM information_schema.tables "
@@ -462,13 +476,13 @@ def judge_server(location: Location, conn: Any, *, create: bool = True) -> bool:
     ).fetchone()
     has_revision, tables = row[0], list(row[1])
     if has_revision:
-        found = conn.execute(REVISION_ROWS).fetchall()
+        found = conn.execute(SERVER_REVISION_ROWS).fetchall()
         check_revision(location.label, the_revision(location.label, found))
-        return False
+        return ServerJudged(False, found[0][1] if found else None)
     if tables:
         if OUR_TABLES & set(tables):
             raise NotOurDatabase(location.label, "it has our tables but no schema revision")
         raise NotOurDatabase(location.label, f"it holds other tables: {', '.join(tables[:5])}")
     if not create:
         raise FileNotFoundError(f"{location.label}: the database holds no openhands-memory schema")
-    return True
+    return ServerJudged(True)

@@ -124,7 +124,7 @@ def test_a_fleet_through_pgbouncer_leaves_every_conversation_whole(fleet):
     groups = plan(AGENTS, SHARING)
     reports = collect(launch(url, groups, STEPS))
     errors = [e for r in reports for e in r["errors"]]
-    assert errors == []
+    assert errors == [], f"{len(errors)} errors: {errors[:3]}"
     assert all(len(r["acknowledged"]) == STEPS for r in reports)
     verify(url, groups, reports)
 

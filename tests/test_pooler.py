@@ -92,7 +92,9 @@ def test_nothing_is_left_in_the_server_session_through_a_pooler(lone_pooler):
         assert db.one("SELECT current_setting('jit') || current_setting('max_parallel_workers_per_gather')", ()) == "off0"
 
 
-def test_nothing_is_left_in_the_session_of_a_direct_connection(postgres_database_factory):
+def test_a_direct_connection_keeps_only_its_prepared_statements(postgres_database_factory):
+    """The server's own session (no pooler between) keeps the statements the library
+    prepared there, which save the server planning them again, and nothing else."""
     url = postgres_database_factory()
     with psycopg.connect(url) as fresh:
         clean = fresh.execute(SESSION_STATE).fetchone()
@@ -101,7 +103,26 @@ def test_nothing_is_left_in_the_session_of_a_direct_connection(postgres_database
         conv = store.conversation("c")
         conv.append(f.user("one more"))
         conv.step(LLMSummarizingCondenser(max_size=30, keep_first=1))
-        assert store.recorder.conn.execute(SESSION_STATE).fetchone() == clean
+        state = store.recorder.conn.execute(SESSION_STATE).fetchone()
+        assert state[1:] == clean[1:]
+        names = [r[0] for r in store.recorder.conn.execute("SELECT name FROM pg_prepared_statements")]
+        assert any(n.endswith("_lock") for n in names) and all(n.startswith(("ohm_", "_pg3_")) for n in names), names
+
+
+def test_prepared_statements_gone_missing_are_prepared_again(postgres_database_factory):
+    """psycopg deallocates every prepared statement of a connection after a ROLLBACK; the
+    appends that follow prepare theirs again, and each lands once."""
+    url = postgres_database_factory()
+    with EventStore(url) as store:
+        conv = store.create_conversation("c")
+        conv.append(f.user("first"))
+        conn = store.recorder.conn
+        names = {r[0] for r in conn.execute("SELECT name FROM pg_prepared_statements")}
+        conn.execute("DEALLOCATE ALL")
+        conv.append(f.user("after the statements went missing"))
+        conv.append(f.user("and again"))
+        assert {r[0] for r in conn.execute("SELECT name FROM pg_prepared_statements")} == names
+        assert [e.seq for e in conv.events()] == [0, 1, 2]
 
 
 def test_every_feature_works_through_a_pooler_in_session_mode(postgres_server, postgres_database_factory):

@@ -473,11 +473,15 @@ class Conversation:
 
 #: How many times ``Conversation.step`` condenses, each from a fresh view, while other
 #: writers' condensations keep landing under it. Each refusal means another agent's
-#: condensation did land, and the next view is usually below the strategy's threshold; but
-#: agents sharing a conversation with a small ``max_size`` can outgrow it again while one
-#: decides (four agents at ``max_size=30`` on two busy cores were refused three times in a
-#: row now and then). Five keeps the step from looping on a conflict that keeps coming back.
-STEP_TRIES = 5
+#: condensation did land (the fleet progressed), and the next view is usually below the
+#: strategy's threshold, so one retry is almost always enough. But agents sharing a
+#: conversation with a small ``max_size`` on busy cores can outgrow it again while one
+#: decides, and a step refused twice is refused again more often than a first try is (the
+#: load test's four agents a conversation at ``max_size=30`` were refused four times in a
+#: row now and then). A retry costs a view and, where the fresh view still needs it, the
+#: strategy's decision (a model call for a model's strategy: one the fleet needs anyway).
+#: Ten keeps a step from looping on a conflict that keeps coming back.
+STEP_TRIES = 10
 
 
 def _seq_of(view: View, uid: str) -> int | None:

@@ -18,7 +18,8 @@ replacement when the server ends it; the same tables and SQL as SQLite.
   numbers the rows itself from ``MAX(id) + 1`` and COMMIT, so the conversation's lock is held
   only while the server works, never across the network.
 * **Poolers.** Nothing lives in the server's session between transactions: no start-up
-  options, no prepared statements, no session-level ``SET`` or advisory lock. The settings a
+  options, no session-level ``SET`` or advisory lock, and prepared statements only once the
+  connection is known to be the server's own session (``_attach``). The settings a
   transaction needs are set in it (``TRANSACTION_SETTINGS``), the locks are row locks that
   end with it. So the recorder works unchanged through a pooler in transaction mode
   (PgBouncer's), which gives a client a server connection for one transaction at a time.
@@ -92,13 +93,17 @@ class PostgresRecorder(Datastore):
         # it needs (TRANSACTION_SETTINGS): nothing lives in the server's session, which a
         # pooler in transaction mode hands to another client between transactions.
         self._begin = begin_write(readonly)  # a read-only store's every transaction is read-only
+        #: The connection is the server's own session (no pooler between): see _own_session.
+        self._own = False
         self.conn = connect_server(location)
         try:
             try:
-                if judge_server(location, self.conn, create=create and not readonly):
+                judged = judge_server(location, self.conn, create=create and not readonly)
+                if judged.create:
                     self.conn.close()  # alembic makes the schema on a connection of its own
                     create_schema(location)
                     self.conn = connect_server(location)
+                self._own = judged.backend_pid is not None and judged.backend_pid == self.conn.info.backend_pid
             except Exception as e:
                 self.fail(e, writing=False)
                 raise
@@ -109,9 +114,20 @@ class PostgresRecorder(Datastore):
         self._attach()
 
     def _attach(self) -> None:
-        """What belongs to the current connection: the libpq appender and the probe
-        ``_usable`` polls."""
-        self._libpq = LibpqAppender(self.conn, self._begin) if LibpqAppender.usable(self.conn) else None
+        """What belongs to the current connection: the libpq appender, its statements named
+        (prepared once) only in the server's own session, psycopg's prepared statements
+        likewise, and the probe ``_usable`` polls.
+
+        Prepared statements live in the server's session. Through a pooler in transaction
+        mode that session is another client's after each transaction, so there every
+        statement is unnamed, parsed and planned each time. A pooler gives its clients a start-up process id of its own making,
+        so the server reporting the id libpq was given (``judge_server``) says that no
+        pooler is between; should one turn out to be (the named statements go missing),
+        the appender falls back to unnamed ones for good."""
+        if self._own:
+            self.conn.prepare_threshold = 5  # psycopg's default: a statement run 5 times is prepared
+        self._libpq = (LibpqAppender(self.conn, self._begin, named=self._own) if LibpqAppender.usable(self.conn)
+                       else None)
         self._probe = select.poll()
         self._probe.register(self.conn.pgconn.socket, select.POLLIN)
 
