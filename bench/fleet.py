@@ -22,10 +22,11 @@ mode, ``default_pool_size`` ``--pool``); ``sqlite``: one file (WAL, the library'
 under ``--dir``, every agent a writer on it. Each run has a new database.
 
 Figures, medians of ``--runs`` runs: steps/s of the whole fleet, p50 and p99 of the step's
-latency (every step of every agent), errors, the server's CPU (every PostgreSQL process, as
-% of one core) and the pooler's (PgBouncer's process), and the pooler's wait: the time
-clients waited for a server connection (PgBouncer's ``SHOW STATS`` total_wait_time), per
-step. The machine is shared: the load average is printed before and after each run.
+latency (every step of every agent), errors, the agents' CPU per step (this process's reaped
+children), the server's CPU (every PostgreSQL process, as % of one core) and the pooler's
+(PgBouncer's process), and the pooler's wait: the time clients waited for a server
+connection (PgBouncer's ``SHOW STATS`` total_wait_time), per step. The load average is
+printed before and after each run: on one machine it is mostly the fleet's own processes.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -70,6 +72,7 @@ class Run:
     p99_ms: float | None
     errors: int
     first_error: str | None
+    agent_cpu_ms_per_step: float | None
     server_cpu_pct: float | None
     pooler_cpu_pct: float | None
     pooler_wait_ms_per_step: float | None
@@ -196,6 +199,7 @@ def one_run(backend: str, url: str, n: int, seconds: float, *, server_uid: int |
             pooler: Any = None) -> Run:
     ctx = multiprocessing.get_context("fork")
     start, out = ctx.Barrier(n + 1), ctx.Queue()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the agents, once reaped
     before_load = load()
     procs = [ctx.Process(target=agent, args=(url, f"agent{k}", k, seconds, start, out)) for k in range(n)]
     for p in procs:
@@ -212,6 +216,7 @@ def one_run(backend: str, url: str, n: int, seconds: float, *, server_uid: int |
     for p in procs:
         p.join(60)
     elapsed = time.monotonic() - began
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     time.sleep(0.5)  # the backends of agents that closed their connections exit
     cpu1 = server_cpu(server_uid, exclude) if server_uid is not None else None
     pooler1 = process_cpu(pooler.process.pid) if pooler is not None else None
@@ -223,9 +228,10 @@ def one_run(backend: str, url: str, n: int, seconds: float, *, server_uid: int |
     def pct(q: float) -> float | None:
         return latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000 if latencies else None
 
+    agents_cpu = (reaped.ru_utime + reaped.ru_stime) - (before.ru_utime + before.ru_stime)
     return Run(
         backend, n, round(elapsed, 2), steps, steps / seconds, pct(0.5), pct(0.99), len(errors),
-        errors[0] if errors else None,
+        errors[0] if errors else None, agents_cpu * 1000 / steps if steps else None,
         None if cpu0 is None else (cpu1 - cpu0) / elapsed * 100,
         None if pooler0 is None else (pooler1 - pooler0) / elapsed * 100,
         None if wait0 is None or not steps else (wait1 - wait0) / 1000 / steps,
@@ -251,7 +257,8 @@ def rows_of(groups: dict[tuple[str, int], list[Run]]) -> list[list[str]]:
     rows = []
     for (backend, n), runs in groups.items():
         rows.append([backend, str(n), cell(med(runs, "steps_per_s"), 0), cell(med(runs, "p50_ms")),
-                     cell(med(runs, "p99_ms")), cell(med(runs, "errors"), 0), cell(med(runs, "server_cpu_pct"), 0),
+                     cell(med(runs, "p99_ms"), 0), cell(med(runs, "errors"), 0),
+                     cell(med(runs, "agent_cpu_ms_per_step"), 2), cell(med(runs, "server_cpu_pct"), 0),
                      cell(med(runs, "pooler_cpu_pct"), 0), cell(med(runs, "pooler_wait_ms_per_step"), 2)])
     return rows
 
@@ -334,10 +341,11 @@ def main() -> None:
                     shutil.rmtree(folder, ignore_errors=True)
     print()
     order = sorted(groups, key=lambda key: (key[1], backends.index(key[0])))
-    print(table(["backend", "agents", "steps/s", "p50 ms", "p99 ms", "errors", "server %", "pooler %",
-                 "wait ms"], rows_of({key: groups[key] for key in order})))
-    say("server %, pooler %: CPU of the PostgreSQL processes, of PgBouncer's, as % of one core; "
-        "wait ms: the pooler's wait for a server connection, per step")
+    print(table(["backend", "agents", "steps/s", "p50", "p99", "errors", "cpu", "srv %", "pool %", "wait"],
+                rows_of({key: groups[key] for key in order})))
+    say("p50, p99: a step's latency, ms; cpu: the agents' CPU per step, ms; srv %, pool %: CPU of "
+        "the PostgreSQL processes, of PgBouncer's, as % of one core; wait: the pooler's wait for a "
+        "server connection per step, ms")
     for key in order:
         firsts = [r.first_error for r in groups[key] if r.first_error]
         if firsts:
