@@ -63,7 +63,11 @@ class LibpqAppender:
             return
         result = self.pgconn.prepare(name, numbered(sql))
         if result.status != pq.ExecStatus.COMMAND_OK:
-            raise psycopg.errors.error_from_result(result, encoding=self.pgconn._encoding)
+            error = psycopg.errors.error_from_result(result, encoding=self.pgconn._encoding)
+            # There already: ours (the tag is this appender's), prepared after the others
+            # went missing and before the set of names was cleared (see append).
+            if not isinstance(error, psycopg.errors.DuplicatePreparedStatement):
+                raise error
         self.prepared.add(name)
 
     def _send(self, name: bytes, sql: str, values: list[bytes | None]) -> None:
