@@ -39,6 +39,7 @@ from .errors import (
     SchemaTooOld,
     SeveralRevisions,
     StorageFault,
+    TooManyConnections,
 )
 
 if TYPE_CHECKING:
@@ -71,18 +72,23 @@ def psycopg_module(location: Location) -> ModuleType:
     return psycopg
 
 
-def connect_server(location: Location, *, options: str | None = None) -> Any:
+def connect_server(location: Location) -> Any:
     """A psycopg connection (autocommit) to a PostgreSQL database, with a connect timeout and
     TCP keepalives (``connection_params``); a server that cannot be reached or does not
     answer in time, or a database that does not exist, is one line naming it and libpq's
-    reason. ``options``: libpq's start-up ``options`` (settings for the session, sent with
-    the connection request; they replace the URL's own, so pass those along)."""
+    reason.
+
+    Nothing of ours outlives a transaction on it, so that it works through a pooler in
+    transaction mode (PgBouncer's, a managed service's), which hands the server's session
+    to another client after each transaction: no start-up ``options`` (PgBouncer refuses the
+    parameter), no prepared statements (``prepare_threshold=None``: psycopg would otherwise
+    prepare a statement run five times, by a name the next client of that server session
+    may prepare too) until the recorder knows the session is the server's own. The settings
+    a transaction needs are set in it (``SET LOCAL``)."""
     psycopg = psycopg_module(location)
     extra = connection_params(location.driver_url)
-    if options is not None:
-        extra["options"] = options
     try:
-        return psycopg.connect(location.driver_url, autocommit=True, **extra)
+        return psycopg.connect(location.driver_url, autocommit=True, prepare_threshold=None, **extra)
     except psycopg.OperationalError as e:
         if isinstance(e, psycopg.errors.ConnectionTimeout) or str(e).startswith("connection timeout expired"):
             raise ConnectTimeout(location.label, connect_timeout_of(location.driver_url)) from None
@@ -91,6 +97,8 @@ def connect_server(location: Location, *, options: str | None = None) -> Any:
         # host and port already, so the reason is what follows the last "failed: ".
         first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
         reason = first.rsplit(" failed: ", 1)[-1].strip().removeprefix("FATAL:").strip()
+        if any(sign in reason for sign in TooManyConnections.SIGNS):
+            raise TooManyConnections(location.label, reason) from None
         raise DatabaseUnreachable(location.label, reason) from None
 
 
@@ -104,6 +112,19 @@ class FileState:
 
 #: Every row of alembic_version (one, in a database of ours).
 REVISION_ROWS = "SELECT version_num FROM alembic_version ORDER BY version_num"
+#: The same on a server, each row with the id of the server process that answered.
+SERVER_REVISION_ROWS = "SELECT version_num, pg_backend_pid() FROM alembic_version ORDER BY version_num"
+
+
+@dataclass(frozen=True)
+class ServerJudged:
+    """What ``judge_server`` found: ``create``, the database is empty and the caller makes
+    its schema; ``backend_pid``, the id of the server process that answered (None when no
+    row said), which is the one libpq was told at the start (``conn.info.backend_pid``) only
+    when the connection is the server's own session, not a pooler's."""
+
+    create: bool
+    backend_pid: int | None = None
 
 
 def the_revision(label: str, rows: list[Any]) -> str | None:
@@ -429,9 +450,11 @@ def open_location(path_or_url: str | Path, *, create: bool = True) -> Location:
     return location
 
 
-def judge_server(location: Location, conn: Any, *, create: bool = True) -> None:
-    """Make sure a PostgreSQL database is ours and at the head revision, creating the schema
-    in an empty one. ``conn``: an open psycopg connection (autocommit), used read-only.
+def judge_server(location: Location, conn: Any, *, create: bool = True) -> ServerJudged:
+    """Make sure a PostgreSQL database is ours and at the head revision; ``create`` when it is
+    empty and ``create`` allows making the schema there, which the caller does then
+    (``create_schema``: alembic's own connection, so the caller closes ``conn`` first and a
+    store never holds two). ``conn``: an open psycopg connection (autocommit), used read-only.
 
     One statement for a database of ours: reading ``alembic_version`` outright. Asking the
     catalog first (``information_schema.tables``) cost a fresh connection several
@@ -440,12 +463,12 @@ def judge_server(location: Location, conn: Any, *, create: bool = True) -> None:
     import psycopg
 
     try:
-        found = conn.execute(REVISION_ROWS).fetchall()
+        found = conn.execute(SERVER_REVISION_ROWS).fetchall()
     except psycopg.errors.UndefinedTable:
         pass  # autocommit: the failed statement left no transaction behind
     else:
         check_revision(location.label, the_revision(location.label, found))
-        return
+        return ServerJudged(False, found[0][1] if found else None)
     row = conn.execute(
         "SELECT to_regclass('alembic_version') IS NOT NULL, "
         "ARRAY(SELECT table_name::text FROM information_schema.tables "
@@ -453,13 +476,13 @@ def judge_server(location: Location, conn: Any, *, create: bool = True) -> None:
     ).fetchone()
     has_revision, tables = row[0], list(row[1])
     if has_revision:
-        found = conn.execute(REVISION_ROWS).fetchall()
+        found = conn.execute(SERVER_REVISION_ROWS).fetchall()
         check_revision(location.label, the_revision(location.label, found))
-        return
+        return ServerJudged(False, found[0][1] if found else None)
     if tables:
         if OUR_TABLES & set(tables):
             raise NotOurDatabase(location.label, "it has our tables but no schema revision")
         raise NotOurDatabase(location.label, f"it holds other tables: {', '.join(tables[:5])}")
     if not create:
         raise FileNotFoundError(f"{location.label}: the database holds no openhands-memory schema")
-    create_schema(location)
+    return ServerJudged(True)

@@ -216,6 +216,22 @@ class DatabaseUnreachable(OpenHandsMemoryError):
         super().__init__(f"{label}: cannot connect: {why}")
 
 
+class TooManyConnections(DatabaseUnreachable):
+    """The server (``max_connections``, SQLSTATE 53300) or a pooler in front of it (PgBouncer's
+    ``max_client_conn``) refused a new connection: every one it allows is taken."""
+
+    #: What libpq's reason says of each (the server's, PgBouncer's).
+    SIGNS = ("too many clients", "remaining connection slots are reserved", "no more connections allowed")
+
+    def __init__(self, label: str, why: str):
+        super().__init__(
+            label,
+            f"{why} (every connection it allows is taken: a fleet of agents belongs behind a "
+            "pooler such as PgBouncer, or raise the limit; one store holds one connection)",
+        )
+        self.why = why
+
+
 class ConnectTimeout(DatabaseUnreachable):
     """The PostgreSQL server did not complete the connection in time (a host that accepts
     the connection and never answers, a server stuck starting up)."""
@@ -268,6 +284,21 @@ class ConnectionLost(ServerFailure):
     itself, a write never does."""
 
     what = "the connection to the server was lost"
+
+
+class PoolerTimeout(ConnectionLost):
+    """A pooler in front of the server (PgBouncer's ``query_wait_timeout``) gave up waiting
+    for a server connection to run a command's first statement on, and ended the connection:
+    every server connection its pool may open was busy, or the server refused more. Nothing
+    reached the server; the next call connects again, but no read retries by itself (it
+    would wait as long again)."""
+
+    what = "the pooler found no free server connection for the command in time"
+    advice = ("run it again; if it keeps happening, the pooler's pool (default_pool_size) or the "
+              "server's max_connections is too small for the load")
+
+    #: What PgBouncer's message says.
+    SIGN = "query_wait_timeout"
 
 
 class StatementTimeout(ServerFailure):

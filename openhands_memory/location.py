@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,13 @@ class Location:
         return self.url
 
     @property
-    def connect_args(self) -> dict[str, str]:
-        """What the driver is given beside the URL (PostgreSQL: ``connection_params``)."""
-        return connection_params(self.driver_url) if self.is_postgres else {}
+    def connect_args(self) -> dict[str, Any]:
+        """What the driver is given beside the URL (PostgreSQL: ``connection_params``, and no
+        prepared statements: a pooler in transaction mode hands the server's session, where
+        they live, to other clients)."""
+        if not self.is_postgres:
+            return {}
+        return {**connection_params(self.driver_url), "prepare_threshold": None}
 
     @property
     def driver_url(self) -> str:

@@ -1,7 +1,9 @@
 """The ``database_url`` fixture: a fresh, empty database of each backend.
 
 SQLite: a file in the test's temporary folder. PostgreSQL: a new database on the server
-``postgres_server`` gives, dropped afterwards.
+``postgres_server`` gives, dropped afterwards. PgBouncer (the modules ``POOLED`` names): the
+same, reached through a real PgBouncer in transaction mode (``pgbouncer``), as a fleet
+reaches its server.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
+from contextlib import contextmanager
 
 import pytest
 
@@ -82,8 +85,83 @@ def postgres_database_factory(postgres_server):
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+#: The test modules whose PostgreSQL tests run a second time through PgBouncer: the storage
+#: contract and the features over it (conversations, views, condensations, trees, pins,
+#: recall, replay, import, doctor). The others reach no statement these do not.
+POOLED = frozenset({
+    "tests.test_store_on_both_backends", "tests.test_session_statements", "tests.test_write_lock",
+    "tests.test_conversation_ids", "tests.test_tree", "tests.test_tree_fork", "tests.test_pins",
+    "tests.test_recall", "tests.test_recall_tools", "tests.test_inspection", "tests.test_import_bulk",
+    "tests.test_long_views", "tests.test_cli_backends", "tests.test_cli_tree",
+    "tests.test_search_flush_equivalence", "tests.faults.test_replay_outputs",
+    "tests.faults.test_repair_race", "tests.test_shared_steps",
+})
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc):
+    """``database_url``'s backends, PgBouncer's too in the ``POOLED`` modules."""
+    if "database_url" in metafunc.fixturenames:
+        pooled = metafunc.module.__name__ in POOLED
+        metafunc.parametrize("database_url", [*BACKENDS, "pgbouncer"] if pooled else BACKENDS, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(postgres_server):
+    """A PgBouncer (tools/pgbouncer.py: Debian's, in transaction mode, 10 server connections
+    a database) in front of the test server, for this session."""
+    with pooled(postgres_server) as running:
+        yield running
+
+
+@contextmanager
+def pooled(server_url: str, **settings):
+    """A PgBouncer in front of the server at ``server_url`` (``tools.pgbouncer.pooler``'s
+    settings). Without pgbouncer installed the test is skipped, unless
+    ``OHM_REQUIRE_PGBOUNCER=1`` (CI), which makes it fail instead."""
+    from tools.pgbouncer import pooler
+
+    running = pooler(server_url, **settings)
+    try:
+        found = running.__enter__()
+    except (RuntimeError, OSError) as e:
+        reason = f"no PgBouncer could be started: {e}"
+        if os.environ.get("OHM_REQUIRE_PGBOUNCER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    try:
+        yield found
+    finally:
+        running.__exit__(None, None, None)
+
+
+@pytest.fixture
 def database_url(request, tmp_path):
     if request.param == "sqlite":
-        return str(tmp_path / "contract.db")
-    return request.getfixturevalue("postgres_database_factory")()
+        yield str(tmp_path / "contract.db")
+        return
+    url = request.getfixturevalue("postgres_database_factory")()
+    if request.param == "postgresql":
+        yield url
+        return
+    name = url.rsplit("/", 1)[1]
+    yield request.getfixturevalue("pgbouncer").url(name)
+    # Dropped at once: the pooler keeps server connections to each database it has served
+    # (until server_idle_timeout), which the tests' hundreds of databases would add up past
+    # the server's max_connections. FORCE ends them.
+    import psycopg
+
+    with psycopg.connect(request.getfixturevalue("postgres_server"), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def backend_of(request) -> str:
+    """Which of ``database_url``'s backends the test runs on: sqlite, postgresql, pgbouncer."""
+    return request.node.callspec.params["database_url"]
+
+
+def direct_url(request, database_url: str) -> str:
+    """The server's own URL for ``database_url``'s database (the pooler bypassed)."""
+    if backend_of(request) != "pgbouncer":
+        return database_url
+    return request.getfixturevalue("postgres_server").rsplit("/", 1)[0] + "/" + database_url.rsplit("/", 1)[1]

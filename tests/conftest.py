@@ -141,4 +141,6 @@ def conv(store):
     return store.create_conversation("c1")
 
 
-from .backends import database_url, postgres_database_factory, postgres_server  # noqa: E402,F401
+from .backends import (  # noqa: E402,F401
+    database_url, pgbouncer, postgres_database_factory, postgres_server, pytest_generate_tests,
+)

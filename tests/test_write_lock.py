@@ -17,6 +17,7 @@ from openhands_memory.conversation import EventStore
 from openhands_memory.errors import LockTimeout
 
 from . import factories as f
+from .backends import backend_of, direct_url
 
 #: How far past its timeout a wait may end (the holder is another process on a busy machine).
 LATE = 0.5
@@ -99,10 +100,17 @@ def test_a_write_takes_the_lock_once_the_holder_lets_go_before_its_timeout(datab
     assert texts == ["first", "the holder's", "mine"]
 
 
-def _shorter_own_wait(database_url: str, monkeypatch) -> None:
+def _shorter_own_wait(request, database_url: str, monkeypatch) -> None:
     """Set the connection's own wait to 0.3 s: SQLite's busy timeout, PostgreSQL's
-    lock_timeout (in the session's start-up options)."""
-    if database_url.startswith("postgresql"):
+    lock_timeout (in the session's start-up options; through a pooler, which refuses those,
+    as the database's own setting, which each server session the pooler opens starts with).
+    Before the database's first connection (the pooler's are kept)."""
+    if backend_of(request) == "pgbouncer":
+        import psycopg
+
+        with psycopg.connect(direct_url(request, database_url), autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{database_url.rsplit("/", 1)[1]}" SET lock_timeout = 300')
+    elif database_url.startswith("postgresql"):
         monkeypatch.setenv("PGOPTIONS", "-c lock_timeout=300")
     else:
         monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 300)
@@ -116,11 +124,12 @@ def _own_wait(store: EventStore) -> str:
         return f"{db.one('PRAGMA busy_timeout', ())}ms"
 
 
-def test_the_timeout_is_neither_capped_nor_stretched_by_the_connections_own_wait(database_url, monkeypatch):
+def test_the_timeout_is_neither_capped_nor_stretched_by_the_connections_own_wait(request, database_url,
+                                                                                 monkeypatch):
     """With the connection's own wait at 0.3 s, a 0.8 s timeout waits 0.8 s, and a 4 s one
     waits the holder out (1.5 s); afterwards the connection's own setting is as it was."""
+    _shorter_own_wait(request, database_url, monkeypatch)
     cid = _conversation(database_url)
-    _shorter_own_wait(database_url, monkeypatch)
     with holder(database_url, cid, hold=1.5), EventStore(database_url) as store:
         conv = store.conversation(cid)
         assert _own_wait(store) == "300ms"

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, S
 
 from .. import limits
 from ..allocation import collector_paused
-from ..errors import ConversationNotFound, DuplicateEventId, EventNotFound, MalformedEvent, NoCondensationAvailable
+from ..errors import ConcurrentCondensation, ConversationNotFound, DuplicateEventId, EventNotFound, MalformedEvent, \
+    NoCondensationAvailable
 from ..events import Condensation, CondensationRequest, Event, PinMode
 from ..storage import END, IntegrityViolation, Recorder, Session, tree
 from ..storage.recorder import FOLLOWS_HEAD
@@ -427,20 +428,52 @@ class Conversation:
                     record_calls(db, self.id, loose, None)
         seq = None
         if isinstance(result, Condensation) and not dry_run:
-            with self.writing() as w:
-                seq = w.condensation(result, view=view, calls=[c for c in calls.calls if c.produced])
+            produced = [c for c in calls.calls if c.produced]
+            try:
+                with self.writing() as w:
+                    seq = w.condensation(result, view=view, calls=produced)
+            except ConcurrentCondensation:
+                if produced:  # the calls were made all the same: the ledger keeps them
+                    with self.store.writing() as db:
+                        record_calls(db, self.id, produced, None)
+                raise
         return CondenseOutcome(view, result, dry_run, calls.failure, calls.needs_model, seq, error)
 
     def step(self, condenser: Strategy) -> View:
         """The agent-loop helper: condense if needed, store it, and return the view to send
-        to the model (a model failure with nothing to fall back on is raised)."""
-        done = self.condense(condenser)
+        to the model (a model failure with nothing to fall back on is raised).
+
+        Agents may share a conversation: when another's condensation lands between the view
+        this step read and its own (``ConcurrentCondensation``: nothing of this one was
+        written), the step reads the view again and decides again, which usually finds
+        nothing left to condense. After ``STEP_TRIES`` refusals in a row it raises the last
+        one. ``condense`` itself raises at the first: its caller asked for that condensation."""
+        for tries_left in reversed(range(STEP_TRIES)):
+            try:
+                done = self.condense(condenser)
+                break
+            except ConcurrentCondensation:
+                if not tries_left:
+                    raise
         if done.error is not None:
             raise done.error
         if done.condensation is not None:
             return self.view()
         assert done.result is not None
         return done.result  # type: ignore[return-value]
+
+
+#: How many times ``Conversation.step`` condenses, each from a fresh view, while other
+#: writers' condensations keep landing under it. Each refusal means another agent's
+#: condensation did land (the fleet progressed), and the next view is usually below the
+#: strategy's threshold, so one retry is almost always enough. But agents sharing a
+#: conversation with a small ``max_size`` on busy cores can outgrow it again while one
+#: decides, and a step refused twice is refused again more often than a first try is (the
+#: load test's four agents a conversation at ``max_size=30`` were refused four times in a
+#: row now and then). A retry costs a view and, where the fresh view still needs it, the
+#: strategy's decision (a model call for a model's strategy: one the fleet needs anyway).
+#: Ten keeps a step from looping on a conflict that keeps coming back.
+STEP_TRIES = 10
 
 
 def _seq_of(view: View, uid: str) -> int | None:

@@ -11,12 +11,18 @@ replacement when the server ends it; the same tables and SQL as SQLite.
   version it saw. One round trip does the lock, the bump and the existence check.
 * **Reads** are ``REPEATABLE READ READ ONLY`` transactions: one snapshot per view.
 * **Round trips.** Every round trip to the server costs about what a one-row statement costs
-  there, so ``BEGIN`` never travels alone: it is pipelined with the transaction's first
-  statement (a read) or with the lock and ``MAX(id)`` (a write); a view's statements go in
-  three pipelined groups (``run_all``). An append of a few events is one round trip in all
-  (``PostgresRecorder.append``): the lock and an ``INSERT`` that numbers the rows itself
-  from ``MAX(id) + 1``, one implicit transaction committed at the pipeline's Sync, so the
-  conversation's lock is held only while the server works, never across the network.
+  there, so ``BEGIN`` never travels alone: it is pipelined with the transaction's settings
+  and its first statement (a read) or with the lock and ``MAX(id)`` (a write); a view's
+  statements go in three pipelined groups (``run_all``). An append of a few events is one
+  round trip in all (``PostgresRecorder.append``): BEGIN, the lock, an ``INSERT`` that
+  numbers the rows itself from ``MAX(id) + 1`` and COMMIT, so the conversation's lock is held
+  only while the server works, never across the network.
+* **Poolers.** Nothing lives in the server's session between transactions: no start-up
+  options, no session-level ``SET`` or advisory lock, and prepared statements only once the
+  connection is known to be the server's own session (``_attach``). The settings a
+  transaction needs are set in it (``TRANSACTION_SETTINGS``), the locks are row locks that
+  end with it. So the recorder works unchanged through a pooler in transaction mode
+  (PgBouncer's), which gives a client a server connection for one transaction at a time.
 """
 
 from __future__ import annotations
@@ -27,19 +33,19 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
-from ...database import Location, connect_server, connect_timeout_of, judge_server
-from ...errors import ConnectionLost, ConnectTimeout, DatabaseUnreachable, LockTimeout, ServerFailure, \
-    ServerLimitExceeded, StatementCancelled, StatementTimeout
+from ...database import Location, connect_server, connect_timeout_of, create_schema, judge_server
+from ...errors import ConnectionLost, ConnectTimeout, DatabaseUnreachable, LockTimeout, PoolerTimeout, \
+    ServerFailure, ServerLimitExceeded, StatementCancelled, StatementTimeout
 from ..recorder import FOLLOWS_HEAD, Datastore, wait_millis
 from ..session import Session
 from .dialect import (
     APPEND_ROWS,
     BEGIN_READ,
-    BEGIN_WRITE,
     LAST_ID,
     LOCK,
-    SESSION_SETTINGS,
+    TRANSACTION_SETTINGS,
     append_sql,
+    begin_write,
     first_line,
     lock_not_available,
     pyformat,
@@ -52,24 +58,17 @@ RESTARTING = ("starting up", "shutting down", "in recovery mode", "not yet accep
               "Connection refused", "server closed the connection unexpectedly")
 
 
-def _with_options(url: str, settings: list[str]) -> str:
-    """The ``options`` start-up parameter: the caller's own (the URL's, else $PGOPTIONS),
-    then ours, which win where both set something."""
-    import os
+def underlying(error: BaseException) -> BaseException:
+    """The failure behind psycopg's "cannot exit pipeline mode": when a pipeline's statement
+    fails with the server ending the session (``pg_terminate_backend``, a restart), psycopg
+    then tries to leave pipeline mode on the dying connection, and that error replaces the
+    one that says what happened (which it keeps as its context)."""
+    import psycopg
 
-    if "options" not in url.lower():  # (parsing a URL costs ~0.1 ms: only when it may say)
-        given = os.environ.get("PGOPTIONS", "")
-        return " ".join([*([given] if given else []), *settings])
-    try:
-        from psycopg.conninfo import conninfo_to_dict
-    except ImportError:  # connect_server says what to install
-        return " ".join(settings)
-    try:
-        given = conninfo_to_dict(url).get("options") or os.environ.get("PGOPTIONS", "")
-    except Exception:  # noqa: BLE001  a URL libpq cannot parse: connect_server says why
-        return " ".join(settings)
-    return " ".join([*([str(given)] if given else []), *settings])
-
+    while (isinstance(error, psycopg.OperationalError) and str(error).startswith("cannot exit pipeline mode")
+           and isinstance(error.__context__, psycopg.Error)):
+        error = error.__context__
+    return error
 
 
 class PostgresRecorder(Datastore):
@@ -95,17 +94,21 @@ class PostgresRecorder(Datastore):
         # nothing of it outlives the transaction, as a pooler in transaction mode requires).
         self.begin_read: str | tuple[str, ...] = BEGIN_READ if statement_timeout is None else (
             BEGIN_READ, f"SET LOCAL statement_timeout = {max(1, int(statement_timeout * 1000))}")
-        # Autocommit: transactions are begun explicitly, as on SQLite (or are a pipeline's
-        # implicit one: see append). The session's settings travel with the start-up message,
-        # which costs no round trip of its own.
-        settings = [f"-c {name}={value}" for name, value in SESSION_SETTINGS]
-        if readonly:  # every transaction of this connection is read-only
-            settings.append("-c default_transaction_read_only=on")
-        self._options = _with_options(location.driver_url, settings)
-        self.conn = connect_server(location, options=self._options)
+        # Autocommit: transactions are begun explicitly, as on SQLite, each with the settings
+        # it needs (TRANSACTION_SETTINGS): nothing lives in the server's session, which a
+        # pooler in transaction mode hands to another client between transactions.
+        self._begin = begin_write(readonly)  # a read-only store's every transaction is read-only
+        #: The connection is the server's own session (no pooler between): see _own_session.
+        self._own = False
+        self.conn = connect_server(location)
         try:
             try:
-                judge_server(location, self.conn, create=create and not readonly)
+                judged = judge_server(location, self.conn, create=create and not readonly)
+                if judged.create:
+                    self.conn.close()  # alembic makes the schema on a connection of its own
+                    create_schema(location)
+                    self.conn = connect_server(location)
+                self._own = judged.backend_pid is not None and judged.backend_pid == self.conn.info.backend_pid
             except Exception as e:
                 self.fail(e, writing=False)
                 raise
@@ -116,9 +119,20 @@ class PostgresRecorder(Datastore):
         self._attach()
 
     def _attach(self) -> None:
-        """What belongs to the current connection: the libpq appender (its prepared
-        statements) and the probe ``_usable`` polls."""
-        self._libpq = LibpqAppender(self.conn) if LibpqAppender.usable(self.conn) else None
+        """What belongs to the current connection: the libpq appender, its statements named
+        (prepared once) only in the server's own session, psycopg's prepared statements
+        likewise, and the probe ``_usable`` polls.
+
+        Prepared statements live in the server's session. Through a pooler in transaction
+        mode that session is another client's after each transaction, so there every
+        statement is unnamed, parsed and planned each time. A pooler gives its clients a start-up process id of its own making,
+        so the server reporting the id libpq was given (``judge_server``) says that no
+        pooler is between; should one turn out to be (the named statements go missing),
+        the appender falls back to unnamed ones for good."""
+        if self._own:
+            self.conn.prepare_threshold = 5  # psycopg's default: a statement run 5 times is prepared
+        self._libpq = (LibpqAppender(self.conn, self._begin, named=self._own) if LibpqAppender.usable(self.conn)
+                       else None)
         self._probe = select.poll()
         self._probe.register(self.conn.pgconn.socket, select.POLLIN)
 
@@ -129,6 +143,7 @@ class PostgresRecorder(Datastore):
         the network failed): then the next call connects again."""
         import psycopg
 
+        error = underlying(error)
         if not isinstance(error, psycopg.Error):
             return False
         ended = isinstance(error, (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown,
@@ -147,9 +162,12 @@ class PostgresRecorder(Datastore):
         landed; otherwise ``False``."""
         import psycopg
 
+        error = underlying(error)
         if not isinstance(error, psycopg.Error):
             return
         reason = first_line(error).removeprefix("consuming input failed: ")
+        if self.lost(error) and PoolerTimeout.SIGN in reason:  # it never reached the server
+            raise PoolerTimeout(self.label, reason, writing=writing) from None
         if self.lost(error):
             check = (f"openhands-memory history {shlex.quote(self.label)} {shlex.quote(conversation_id)}"
                      if conversation_id is not None else f"openhands-memory conversations {shlex.quote(self.label)}")
@@ -220,7 +238,7 @@ class PostgresRecorder(Datastore):
         deadline = time.monotonic() + connect_timeout_of(self.location.driver_url)
         while True:
             try:
-                return connect_server(self.location, options=self._options)
+                return connect_server(self.location)
             except ConnectTimeout:
                 raise  # it took the whole timeout already
             except DatabaseUnreachable as e:
@@ -242,7 +260,7 @@ class PostgresRecorder(Datastore):
         session.reading = False
         session.conversation = conversation_id
         if conversation_id is None:
-            session.pending_begin = BEGIN_WRITE
+            session.pending_begin = self._begin
             return
         session.pending_begin = None
         # BEGIN, the lock and the conversation's last id in one round trip. MAX(id) is read
@@ -250,7 +268,8 @@ class PostgresRecorder(Datastore):
         conn = session.conn  # (a test may stand in for the connection to see the statements)
         try:
             with conn.pipeline():
-                conn.execute(BEGIN_WRITE)
+                conn.execute(self._begin)
+                conn.execute(TRANSACTION_SETTINGS)
                 if timeout is not None:
                     # The wait for the row lock, for this statement alone: SET LOCAL ends
                     # with the transaction (so a pooler's next client never inherits it),
@@ -328,9 +347,8 @@ class PostgresRecorder(Datastore):
         status = self.conn.info.transaction_status
         try:
             if status == TransactionStatus.INTRANS and reading:
-                # A read-only transaction ends the same either way, but on "ROLLBACK" psycopg
-                # forgets its prepared statements and deallocates them all (one more round
-                # trip, then every statement prepared again), and ours (append) with them.
+                # A read-only transaction ends the same either way; COMMIT keeps psycopg from
+                # taking the ROLLBACK for a reason to forget (and deallocate) what it prepared.
                 self.conn.execute("COMMIT")
             elif status != TransactionStatus.IDLE:
                 self.conn.execute("ROLLBACK")
@@ -341,14 +359,12 @@ class PostgresRecorder(Datastore):
         self, conversation_id: str, rows: Sequence[tuple[Any, ...]], count: Sequence[str] = (),
         parent: str | None = None,
     ) -> tuple[int, Any, dict[str, int]] | None | object:
-        """One round trip: the lock (the version bump), an INSERT that numbers the rows from
-        MAX(id) + 1 on the server and, when asked, the batch counts, pipelined. With no
-        BEGIN, the statements before the pipeline's Sync are one implicit transaction,
-        committed at the Sync or rolled back whole if one fails (READ COMMITTED: the
-        connection's default, set when it started, so each statement's snapshot is taken
-        after the lock is granted). The lock is held while the server runs the statements
-        and commits, never while a reply crosses the network or this process waits for a
-        CPU, which is what lets many writers share one conversation.
+        """One round trip: BEGIN, the lock (the version bump), an INSERT that numbers the rows
+        from MAX(id) + 1 on the server, when asked the batch counts, and COMMIT, pipelined
+        (READ COMMITTED, so that each statement's snapshot is taken after the lock is
+        granted). The lock is held while the server runs the statements and commits, never
+        while a reply crosses the network or this process waits for a CPU, which is what
+        lets many writers share one conversation.
 
         The counts are read after the INSERT (its ids are the server's), so the new rows'
         own actions are taken off them: what is left is what came before."""
@@ -371,15 +387,18 @@ class PostgresRecorder(Datastore):
                         len(rows), params, self._session.batch_sizes_sql(len(count)) if count else None, count_params
                     )
                 except Exception as e:
+                    self._rollback(self._session)  # a statement failed: its transaction did
                     self._failed_append(e, conversation_id, synced=appender.synced)
                     raise
             else:
                 try:
                     with conn.pipeline():
+                        conn.execute(self._begin)
                         locked = conn.execute(LOCK, (conversation_id,))
                         inserted = conn.execute(append_sql(len(rows)), params)
                         counted = (conn.execute(pyformat(self._session.batch_sizes_sql(len(count))), count_params)
                                    if count else None)
+                        conn.execute("COMMIT")
                 except Exception as e:
                     self._rollback(self._session)
                     self._failed_append(e, conversation_id, synced=True)
@@ -401,8 +420,8 @@ class PostgresRecorder(Datastore):
         return ids[0], version, counts
 
     def _failed_append(self, error: BaseException, conversation_id: str, *, synced: bool) -> None:
-        """An append's failure as the library's error. ``synced``: the pipeline's Sync, which
-        commits it, was sent; if no answer came, the append may have landed."""
+        """An append's failure as the library's error. ``synced``: the pipeline's COMMIT was
+        sent; if no answer came, the append may have landed."""
         import psycopg
 
         if isinstance(error, psycopg.errors.IntegrityError):
@@ -416,7 +435,8 @@ class PostgresRecorder(Datastore):
             try:
                 row = self.conn.execute("SELECT version FROM conversation WHERE id = %s", (conversation_id,)).fetchone()
             except Exception as e:
-                if not self.lost(e) or self._session.active:  # (a transaction's: it fails whole)
+                if not self.lost(e) or self._session.active or PoolerTimeout.SIGN in str(e):
+                    # (a transaction's fails whole; a pooler that waited in vain would again)
                     session = self._session
                     self.fail(e, writing=session.active and not session.reading, conversation_id=session.conversation)
                     raise

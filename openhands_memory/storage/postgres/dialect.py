@@ -1,5 +1,5 @@
 """PostgreSQL's dialect of the library's SQL: the transaction and lock statements, the
-one-round-trip append's INSERT, the connection's settings, ``?`` placeholders as psycopg's."""
+one-round-trip append's INSERT, the transactions' settings, ``?`` placeholders as psycopg's."""
 
 from __future__ import annotations
 
@@ -23,17 +23,22 @@ APPEND_TYPES = ("VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"
                 "BOOLEAN", "BOOLEAN", "INTEGER", "TEXT")
 
 
-#: Set for the recorder's connection when it starts, whatever the database's defaults:
-#: READ COMMITTED for a pipeline's implicit transaction (an append), so that the INSERT's
-#: snapshot, taken after the lock is granted, sees the previous holder's rows; and no JIT:
-#: the library's statements are short index reads, but the planner prices each interval of
-#: a view at ~10k, so a view of a dozen intervals passed jit_above_cost (100k) and spent
-#: ~10 ms compiling a query that runs in one (measured on the 1M-event SDK history). No
-#: parallel workers either, for the same reason: a search of the events waiting above the
-#: watermark (a few rows, whose count the planner cannot know) was given two, and their
-#: start-up took 6 ms of a 6 ms statement.
-SESSION_SETTINGS = (("default_transaction_isolation", "read\\ committed"), ("jit", "off"),
-                    ("max_parallel_workers_per_gather", "0"))
+#: Set inside every transaction the recorder begins (``set_config(..., true)`` is ``SET
+#: LOCAL``: the settings end with the transaction, so that a pooler in transaction mode never
+#: hands them to its next client, nor ours a client's before): no JIT, since the library's
+#: statements are short index reads, but the planner prices each interval of a view at ~10k,
+#: so a view of a dozen intervals passed jit_above_cost (100k) and spent ~10 ms compiling a
+#: query that runs in one (measured on the 1M-event SDK history); no parallel workers either,
+#: for the same reason: a search of the events waiting above the watermark (a few rows,
+#: whose count the planner cannot know) was given two, and their start-up took 6 ms of a
+#: 6 ms statement. One statement, pipelined with BEGIN: no round trip of its own.
+TRANSACTION_SETTINGS = ("SELECT set_config('jit', 'off', true), "
+                        "set_config('max_parallel_workers_per_gather', '0', true)")
+
+
+def begin_write(readonly: bool) -> str:
+    """A write transaction's BEGIN; a read-only store's writes are refused by the server."""
+    return BEGIN_WRITE + " READ ONLY" if readonly else BEGIN_WRITE
 
 
 def lock_not_available(error: BaseException) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from ...database import Location, connect_server
 from ...errors import ConnectionLost, MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation, \
     StatementCancelled
@@ -12,10 +14,10 @@ from .dialect import first_line
 def read_only_query(location: Location, query: str, *, timeout: float, max_rows: int) -> QueryResult:
     """Run one statement that cannot write on the server (see ``QueryResult``).
 
-    Read-only by construction: the session's transactions are read-only by default, the
-    statement runs inside ``BEGIN READ ONLY`` (which nothing in the statement can turn back:
-    PostgreSQL refuses to change a transaction's mode after its first query), the extended
-    protocol takes a single statement, and the transaction is rolled back. A statement timeout
+    Read-only by construction: the statement runs inside ``BEGIN READ ONLY`` (which nothing
+    in the statement can turn back: PostgreSQL refuses to change a transaction's mode after
+    its first query), the extended protocol takes a single statement, and the transaction is
+    rolled back. A statement timeout
     stops it; Ctrl-C cancels it on the server (psycopg sends the cancel). A connection lost
     under it is a read like any other: it runs once more on a new connection, then
     ``ConnectionLost``.
@@ -39,15 +41,22 @@ def _read_only_query(location: Location, query: str, *, timeout: float, max_rows
 
     with connect_server(location) as conn:
         try:
-            conn.execute("SET default_transaction_read_only = on")
-            conn.execute("BEGIN READ ONLY")
-            conn.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
-            # prepare=True: the extended protocol, which takes one statement. Without it
-            # psycopg sends a query without parameters by the simple protocol, which runs
-            # every statement in the string: "COMMIT; BEGIN READ WRITE; DELETE ..." wrote.
-            cursor = conn.execute(query, prepare=True)  # type: ignore[call-overload]
-            rows = cursor.fetchmany(max_rows + 1) if cursor.description else []
-            header = [d.name for d in cursor.description or []]
+            with conn.pipeline():  # one round trip; nothing set outlives the transaction
+                conn.execute("BEGIN READ ONLY")
+                conn.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
+            # stream(): the extended protocol, which takes one statement, through an unnamed
+            # statement (a named one would outlive the transaction in the server's session,
+            # which a pooler hands to its next client). psycopg would send a query without
+            # parameters by the simple protocol, which runs every statement in the string:
+            # "COMMIT; BEGIN READ WRITE; DELETE ..." wrote. The rows come one at a time, and
+            # no more are read than are shown (closing the stream cancels the rest).
+            cursor = conn.cursor()
+            stream = cursor.stream(query)
+            try:
+                rows = list(itertools.islice(stream, max_rows + 1))
+                header = [d.name for d in cursor.description or []]
+            finally:
+                stream.close()
         except psycopg.errors.ReadOnlySqlTransaction as e:
             raise ReadOnlyViolation(f"sql is read-only: {first_line(e)}") from None
         except psycopg.errors.QueryCanceled as e:

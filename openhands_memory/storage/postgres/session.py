@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
 from ... import limits
+from ...errors import PoolerTimeout
 from ...searchable import fold_nul
 from .. import search, search_waiting
 from ..codec import EVENT_COLUMNS
 from ..search import SearchFilters
 from ..session import END, INSERT_CONDENSATION, INSERT_EVENT, INSERT_RANGE, IntegrityViolation, Session
-from .dialect import LOCK, pyformat
+from .dialect import LOCK, TRANSACTION_SETTINGS, pyformat
 
 
 class Reconnecting(Protocol):
@@ -115,11 +116,11 @@ class PostgresSession(Session):
     def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
         begin, self.pending_begin = self.pending_begin, None
 
-        def send() -> Any:
+        def send(begin: str | tuple[str, ...] | None) -> Any:
             if begin is None:
                 return self.conn.execute(self.sql(text), params)
             with self.conn.pipeline():  # BEGIN and this statement in one round trip
-                _send_begin(self.conn, begin)
+                self._begin_with(begin)
                 return self.conn.execute(self.sql(text), params)
 
         return self.again_if_lost(send, begin)
@@ -130,10 +131,10 @@ class PostgresSession(Session):
             return []
         begin, self.pending_begin = self.pending_begin, None
 
-        def send() -> list[Any]:
+        def send(begin: str | tuple[str, ...] | None) -> list[Any]:
             with self.conn.pipeline():
                 if begin is not None:
-                    _send_begin(self.conn, begin)
+                    self._begin_with(begin)
                 return [self.conn.execute(self.sql(text), params) for text, params in statements]
 
         cursors = self.again_if_lost(send, begin)
@@ -149,20 +150,27 @@ class PostgresSession(Session):
         results = self.run_all([*streamed, *statements])
         return _drained(results[: len(streamed)]), results[len(streamed):]
 
-    def again_if_lost(self, send: Callable[[], _T], begin: str | tuple[str, ...] | None) -> _T:
-        """``send()``, translating a failure; a read that has taken no snapshot yet (its
+    def again_if_lost(self, send: Callable[[Any], _T], begin: str | tuple[str, ...] | None) -> _T:
+        """``send(begin)``, translating a failure; a read that has taken no snapshot yet (its
         BEGIN goes with this statement) or takes none (a single statement) runs once more
         on a new connection after a connection loss. A read further into its transaction
-        cannot: its snapshot is gone, and statements from two snapshots would not agree."""
+        cannot: its snapshot is gone, and statements from two snapshots would not agree.
+
+        The second time, BEGIN goes alone first: a pooler that gives up on the command
+        (PgBouncer's ``query_wait_timeout``) ends the connection, and libpq keeps the
+        pooler's reason only outside a pipeline (``PoolerTimeout`` then names it)."""
         try:
-            return send()
+            return send(begin)
         except Exception as e:
-            if not (self.reading and (begin is not None or self.single) and self.recorder.lost(e)):
+            if not (self.reading and (begin is not None or self.single) and self.recorder.lost(e)
+                    and PoolerTimeout.SIGN not in str(e)):  # (a pooler that waited in vain would again)
                 self.translate(e)
                 raise
             self.recorder.reconnect(after=e)
         try:
-            return send()
+            if begin is not None:
+                self._begin_with(begin)
+            return send(None)
         except Exception as e:
             self.translate(e)
             raise
@@ -171,7 +179,16 @@ class PostgresSession(Session):
         """Send a pending ``BEGIN`` on its own (before COPY, which no pipeline carries)."""
         if self.pending_begin is not None:
             begin, self.pending_begin = self.pending_begin, None
-            _send_begin(self.conn, begin)
+            with self.conn.pipeline():
+                self._begin_with(begin)
+
+    def _begin_with(self, begin: str | tuple[str, ...]) -> None:
+        """``begin`` (a BEGIN, or a BEGIN and its ``SET LOCAL``s) and the settings every
+        transaction of ours runs with, in the caller's pipeline (they end with the
+        transaction: see ``TRANSACTION_SETTINGS``)."""
+        for statement in (begin,) if isinstance(begin, str) else begin:
+            self.conn.execute(statement)
+        self.conn.execute(TRANSACTION_SETTINGS)
 
     def last_seq(self, cid: str, upto: int = END) -> int:
         if upto == END and self.known_last is not None and self.known_last[0] == cid:
@@ -346,9 +363,3 @@ class PostgresSession(Session):
                 "UPDATE conversation SET version = version + 1 WHERE id = ? RETURNING version", (cid,)
             )
         return self.version
-
-
-def _send_begin(conn: Any, begin: str | tuple[str, ...]) -> None:
-    """A transaction's opening: BEGIN, and the settings it takes for itself (``SET LOCAL``)."""
-    for statement in (begin,) if isinstance(begin, str) else begin:
-        conn.execute(statement)
