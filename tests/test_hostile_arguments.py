@@ -147,7 +147,8 @@ INVOCATIONS: dict[str, tuple[list[tuple[Arg, ...]], list[Arg]]] = {
     # No agent server listens at the baseline's address (tests/test_agent_server.py syncs from
     # a real one): the baseline is refused in one line, and so is every value, DB untouched.
     # The address takes only values refused for their encoding, which reach no network.
-    "serve": ([("--host", Slot("encoding", "127.0.0.1")), ("--port", Slot("count", str(TAKEN.getsockname()[1])))],
+    # The port is no slot: any other value (0: a free one) would listen for good.
+    "serve": ([("--host", Slot("encoding", "127.0.0.1")), ("--port", str(TAKEN.getsockname()[1]))],
               [Slot("db", "{db}")]),
     "sync": ([("--agent-server", Slot("encoding", f"http://127.0.0.1:{NOBODY}")), ("--api-key", Slot("text", "k"))],
              [Slot("db", "{db}"), Slot("text", "8179c999-46f3-46c5-aa47-6d7f4ea353f2")]),
