@@ -193,7 +193,22 @@ def test_files_opened_ahead_are_read_in_order_and_all_closed(tmp_path, monkeypat
                 import_path(store, folder, parallel=False, chunk=4)
             assert target.name in str(info.value) and "not a regular file" in str(info.value)
             assert store.conversations() == []
-    assert len(os.listdir("/proc/self/fd")) == open_fds
+    # None of the folder's files is still open, and nothing else was left open. (Only "no
+    # more than before": a descriptor an earlier test in this process left behind, such as a
+    # pooled socket a peer has closed, may be closed meanwhile by another thread.)
+    assert [p for p in open_paths() if p.startswith(str(folder))] == []
+    assert len(os.listdir("/proc/self/fd")) <= open_fds
+
+
+def open_paths() -> list[str]:
+    """What this process's descriptors point at (those that vanish while read are skipped)."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+    return out
 
 
 @pytest.mark.skipif(not hasattr(os, "RWF_NOWAIT"), reason="needs preadv's RWF_NOWAIT (Linux)")
