@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -122,6 +124,9 @@ class AgentServer:
     settings: dict[str, str] = field(default_factory=dict)
     port: int = 0
     process: subprocess.Popen | None = None
+    # Where its terminal tool's tmux servers put their sockets: a tmux server outlives the
+    # agent server that started it, so stop() ends each one it finds here.
+    tmux_dir: Path | None = None
 
     @property
     def url(self) -> str:
@@ -132,8 +137,11 @@ class AgentServer:
         assert found is not None, missing()
         self.port = free_port()
         self.folder.mkdir(parents=True, exist_ok=True)
+        # Short (a socket's path has a length limit) and ours alone.
+        self.tmux_dir = Path(tempfile.mkdtemp(prefix="ohm-tmux-", dir="/tmp"))
         env = {
             **os.environ,
+            "TMUX_TMPDIR": str(self.tmux_dir),
             "OH_SESSION_API_KEYS_0": SESSION_KEY,
             "OH_WEBHOOKS_0_BASE_URL": self.webhook_url,
             # The sender's buffer flushed soon, and retried for as long as a test's receiver is down.
@@ -165,6 +173,10 @@ class AgentServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+        if self.tmux_dir is not None:
+            for sock in self.tmux_dir.glob("tmux-*/*"):
+                subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True, timeout=10)
+            shutil.rmtree(self.tmux_dir, ignore_errors=True)
 
     def start_conversation(self, llm_url: str, workspace: Path, task: str, *, condense_at: int | None = None) -> str:
         """A conversation whose agent runs the terminal tool, started on ``task``; its id."""
