@@ -152,7 +152,8 @@ def test_live_state_is_the_conversations_info_not_history(client, database_url):
     assert rows(database_url) == expected(events)
     with EventStore(database_url) as store:
         (summary,) = summaries(store)
-    assert summary.agent_server == {"status": "finished", "title": "fix the tests", "agent": "Agent",
+    assert summary.agent_server == {"status": "finished", "status_at": "2026-11-27T20:36:16",
+                                    "title": "fix the tests", "agent": "Agent",
                                     "model": "openai/test-model", "cost_usd": 0.25, "prompt_tokens": 120,
                                     "completion_tokens": 30}
     assert "api_key" not in json.dumps(summary.agent_server)
@@ -177,6 +178,22 @@ def test_conversation_info_is_stored_and_listed(client, database_url):
     assert listed["events"] == 8 and listed["waiting"] == 0
     text = invoke("conversations", database_url, env={"COLUMNS": "160"}).output
     assert "running · openai/test-model · $0.2500 · fix the tests" in text
+
+
+def test_a_late_conversation_info_never_rolls_the_streams_status_back(client, database_url):
+    # The agent server sends the info it composed as the run started ("idle") in the
+    # background; it may arrive after the event stream said "finished".
+    events = wire_events(3)
+    post(client, [*events, live_state("finished", events[-1]["id"])])
+    assert client.post("/conversations", json=live_state("idle")["value"]).status_code == 200
+    with EventStore(database_url) as store:
+        (summary,) = summaries(store)
+    assert summary.agent_server["status"] == "finished"
+    # Deleting is reported by the conversations webhook alone: it is taken.
+    assert client.post("/conversations", json=live_state("deleting")["value"]).status_code == 200
+    with EventStore(database_url) as store:
+        (summary,) = summaries(store)
+    assert summary.agent_server["status"] == "deleting"
 
 
 @pytest.mark.parametrize("body, status, words", [

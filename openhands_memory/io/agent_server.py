@@ -61,6 +61,8 @@ KEY_HEADER = "X-Session-API-Key"
 CREATED_BY = "openhands-agent-server"
 #: The key of a conversation's metadata that holds what the agent server says of it.
 INFO_KEY = "agent_server"
+# Statuses only the conversations webhook reports (the agent server sets it as it deletes).
+OUT_OF_STREAM = frozenset({"deleting"})
 _STATE_KIND = "ConversationStateUpdateEvent"
 
 
@@ -218,12 +220,14 @@ def _apply_state(w: "Writer", cid: str, item: Incoming, *, head: bool) -> None:
     ``head``)."""
     data = json.loads(item.payload)
     key, value = data.get("key"), data.get("value")
+    # The stream is ordered: a status it brings is the newest, and says since when.
+    at = data.get("timestamp") if isinstance(data.get("timestamp"), str) else None
     if key == "full_state" and isinstance(value, dict):
         if head and tree.head_from_base_state(w.db, cid, json.dumps(value)):
             w.branched = True
-        _merge_info(w.db, cid, info_summary(value))
+        _merge_info(w.db, cid, {**info_summary(value), "status_at": at})
     elif key == "execution_status" and isinstance(value, str):
-        _merge_info(w.db, cid, {"status": value})
+        _merge_info(w.db, cid, {"status": value, "status_at": at})
     elif key == "stats" and isinstance(value, dict):
         _merge_info(w.db, cid, _stats_summary(value))
 
@@ -231,6 +235,11 @@ def _apply_state(w: "Writer", cid: str, item: Incoming, *, head: bool) -> None:
 def _merge_info(db: "Session", cid: str, info: dict[str, Any]) -> None:
     meta = db.metadata(cid) or {}
     old = meta.get(INFO_KEY) if isinstance(meta.get(INFO_KEY), dict) else {}
+    if "status_at" not in info and "status_at" in old and info.get("status") not in OUT_OF_STREAM:
+        # The conversations webhook is sent in the background beside the event stream and may
+        # arrive after it (the info composed as a run starts, "idle", after the stream's
+        # "finished"): its status never overrides one the stream gave.
+        info = {k: v for k, v in info.items() if k != "status"}
     new = {**old, **{k: v for k, v in info.items() if v is not None}}
     if new != old:
         db.set_metadata(cid, {**meta, INFO_KEY: new})
