@@ -97,7 +97,7 @@ def test_a_long_view_shows_what_a_short_one_shows(database_url):
         with EventStore(database_url) as other, long_views():
             long = other.conversation("rich").view()
             items = [x for x in items_of(long.events) if type(x) is Pending]
-            assert items and all(x.payload is None for x in items)  # no JSON kept
+            assert items and all(x.shown is None for x in items)  # nothing rendered by the query
             pending = [x for x in items if x.kind in ("ActionEvent", "ObservationEvent")]
             assert len(pending) == 8 and all(x.event is None for x in pending)  # nor decoded
             for options in OPTIONS:
@@ -105,6 +105,7 @@ def test_a_long_view_shows_what_a_short_one_shows(database_url):
                 assert sent == short.to_messages(**options.__dict__)
                 assert sent == long.to_messages(**options.__dict__)  # a fresh list each call
             assert all(x.event is None for x in pending)  # rendered, never decoded
+            assert all(x.payload is None for x in pending)  # and their JSON let go once rendered
             assert long.seqs == short.seqs and len(long) == len(short) == 17
             assert _events(long) == _events(short)  # read now, from the store
             for options in OPTIONS:

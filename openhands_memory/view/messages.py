@@ -212,8 +212,26 @@ def renderable(kind: str, payload: str, seq: int) -> tuple[Any, Event | None, st
     return record, None, record.tool_call.id
 
 
-def _shown(item: Item) -> Any:
-    return item.shown if type(item) is Pending else item
+def shown(item: Item) -> Any:
+    """What an item's message is made of: the event itself, or for a stored one, what
+    ``renderable`` makes of its JSON, made on first use and kept (a long view's item lets its
+    JSON go then: the event, if read later, is read from the store)."""
+    if type(item) is not Pending:
+        return item
+    made = item.shown
+    if made is None:
+        if item.event is not None and item.kind not in records.DECODERS:
+            made = item.event
+        else:
+            made, event, call_id = renderable(item.kind, item.payload, item.seq)  # type: ignore[arg-type]
+            if item.event is None:
+                item.event = event
+            if call_id == item.tool_call_id:
+                item.tool_call_id = call_id  # one string, not two
+        item.shown = made
+        if item.long:
+            item.payload = None
+    return made
 
 
 def events_to_turns(events: Sequence[Item], after: Sequence[Turn] = ()) -> list[Turn]:
@@ -242,11 +260,11 @@ def events_to_turns(events: Sequence[Item], after: Sequence[Turn] = ()) -> list[
             if j == i + 1:  # a batch of one call (most of them): what follows, without its sets
                 k = results.get(f.tool_call_id)
                 if k is not None:
-                    turns.append(batch_turn([f.shown if type(f) is Pending else f]))  # (never a plain user turn to merge)
+                    turns.append(batch_turn([shown(f)]))  # (never a plain user turn to merge)
                     if k not in used:
                         used.add(k)
-                        shown = _shown(events[k])
-                        turns.append(shown if type(shown) is Turn else result_turn(shown))
+                        made = shown(events[k])
+                        turns.append(made if type(made) is Turn else result_turn(made))
                         if k == j:
                             j += 1  # its result, next to it: taken
                 i = j
@@ -254,19 +272,19 @@ def events_to_turns(events: Sequence[Item], after: Sequence[Turn] = ()) -> list[
             # A call without a result would be rejected by the provider: leave it out.
             answered = [k for k in range(i, j) if events[k].tool_call_id in results]
             if answered:
-                _add(turns, batch_turn([_shown(events[k]) for k in answered]))
+                _add(turns, batch_turn([shown(events[k]) for k in answered]))
                 # In the order they happened (an invalid call's error comes before the
                 # results of the calls that ran, as the SDK sends them).
                 for k in sorted({results[events[a].tool_call_id] for a in answered} - used):
                     used.add(k)
-                    shown = _shown(events[k])
-                    _add(turns, shown if type(shown) is Turn else result_turn(shown))
+                    made = shown(events[k])
+                    _add(turns, made if type(made) is Turn else result_turn(made))
             i = j
             continue
         if f.kind in OBSERVATION_KINDS:
             i += 1  # a result whose call is not in the view has nothing to answer
             continue
-        turn = single_turn(_shown(events[i]))
+        turn = single_turn(shown(events[i]))
         if turn is not None:
             _add(turns, turn)
         i += 1

@@ -29,7 +29,6 @@ from ..events import Event
 from ..storage import Session, hidden, tree
 from ..storage.codec import decode
 from .history import RowFacts, TailHistory, loop_spans
-from .messages import renderable
 from .pins import NO_PINS, Pins, fold, resolve
 from .stored import Item, Loader, Pending, event_of
 
@@ -283,18 +282,16 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
     facts: list[RowFacts] = []
     events: dict[int, Item] = {}
     counted: dict[str, int] = {}  # actions per response id among the rows
-    # The rows come a batch at a time and each is let go once read, so that a long view
-    # never holds every payload and what is made of them at once. (One loop does what a
-    # long view needs of each row: a pass over 100k rows costs ~10 ms.)
+    # One loop does what a long view needs of each row (a pass over 100k rows costs ~10 ms);
+    # what a row's message is made of is rendered from its JSON when the view is
+    # (``messages.shown``), and a long view lets the JSON go then.
     for seq, kind, thinking, call_id, rid, payload in rows:
         if kind == "ActionEvent":
             counted[rid] = counted.get(rid, 0) + 1
         if payload is None:
             facts.append(RowFacts(seq, kind, bool(thinking), call_id, rid))
             continue
-        shown, event, same = renderable(kind, payload, seq)
-        item = Pending(seq, kind, bool(thinking), same if same == call_id else call_id,  # one string, not two
-                       rid, None if long else payload, shown, event)
+        item = Pending(seq, kind, bool(thinking), call_id, rid, payload, long)
         facts.append(item)
         events[seq] = item
     open_loop_at, continues_after = _edges(_on_facts(edge_rows, facts), upto)

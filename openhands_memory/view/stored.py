@@ -3,11 +3,13 @@
 A view of tens of thousands of events is mostly rendered, not read event by event: decoding
 every row into its pydantic model up front cost a 100k-event view 0.8 s and ~5 KB an event,
 twice the memory of the messages it is sent as. So the view query keeps each stored row as a
-:class:`Pending`: its facts (what enforcement and turn grouping need, from indexed columns),
-what its message is made of (``shown``: a record, a rendered tool turn, or the event), and,
-for a short view, its JSON. The event itself is decoded the first time someone reads it, from
-that JSON or, for a long view that kept none, from the store (rows at or below a view's end
-never change), and kept.
+:class:`Pending`: its facts (what enforcement and turn grouping need, from indexed columns)
+and its JSON. What its message is made of (``shown``: a record, a rendered tool turn, or the
+event) is made from that JSON the first time the view is rendered (``messages.shown``), not
+by the query: a caller that renders the JSON its own way (``ChatHistory``) or reads a few
+events never pays for it. A long view then lets the JSON go. The event itself is decoded the
+first time someone reads it, from the JSON or, once a long view let it go, from the store
+(rows at or below a view's end never change), and kept.
 """
 
 from __future__ import annotations
@@ -31,16 +33,17 @@ class Pending(RowFacts):
     """A stored event of a view, not decoded yet: its facts (what enforcement, the cache and
     turn grouping read, as they read an event's own attributes), and how to get the rest."""
 
-    __slots__ = ("payload", "shown", "event")
+    __slots__ = ("payload", "shown", "event", "long")
 
     def __init__(self, seq: int, kind: str, has_thinking: bool, tool_call_id: str | None,
-                 llm_response_id: str | None, payload: str | None, shown: Any, event: Event | None):
+                 llm_response_id: str | None, payload: str, long: bool):
         # (RowFacts's slots set here: a long view makes a hundred thousand of these)
         self.seq, self.kind, self.has_thinking = seq, kind, has_thinking
         self.tool_call_id, self.llm_response_id = tool_call_id, llm_response_id
-        self.payload = payload  # its JSON, or None: read from the store when wanted
-        self.shown = shown  # what its message is made of (``messages.renderable``)
-        self.event = event  # decoded, once read
+        self.payload: str | None = payload  # its JSON; None once a long view rendered it
+        self.shown: Any = None  # what its message is made of, once rendered (``messages.shown``)
+        self.event: Event | None = None  # decoded, once read
+        self.long = long  # of a long view: the JSON goes once rendered
 
 
 #: A view's item: an event, or a stored one not decoded yet. Both have ``seq`` and ``kind``,
