@@ -97,7 +97,7 @@ def test_a_long_view_shows_what_a_short_one_shows(database_url):
         with EventStore(database_url) as other, long_views():
             long = other.conversation("rich").view()
             items = [x for x in items_of(long.events) if type(x) is Pending]
-            assert items and all(x.shown is None for x in items)  # nothing rendered by the query
+            assert items and all(x.payload is None for x in items)  # no JSON kept
             pending = [x for x in items if x.kind in ("ActionEvent", "ObservationEvent")]
             assert len(pending) == 8 and all(x.event is None for x in pending)  # nor decoded
             for options in OPTIONS:
@@ -105,7 +105,6 @@ def test_a_long_view_shows_what_a_short_one_shows(database_url):
                 assert sent == short.to_messages(**options.__dict__)
                 assert sent == long.to_messages(**options.__dict__)  # a fresh list each call
             assert all(x.event is None for x in pending)  # rendered, never decoded
-            assert all(x.payload is None for x in pending)  # and their JSON let go once rendered
             assert long.seqs == short.seqs and len(long) == len(short) == 17
             assert _events(long) == _events(short)  # read now, from the store
             for options in OPTIONS:
@@ -260,3 +259,25 @@ def test_sqlite_reads_a_long_view_past_its_page_cache_and_restores_it(store, con
     store.db.set_trace_callback(None)
     assert sizes == [f"PRAGMA cache_size=-{sqlite.ONCE_CACHE_KIB}", f"PRAGMA cache_size=-{database.CACHE_KIB}"]
     assert store.db.execute("PRAGMA cache_size").fetchone()[0] == -database.CACHE_KIB
+
+
+def test_a_chat_historys_long_view_keeps_the_json_and_renders_no_row(database_url):
+    """ChatHistory renders items from its events' JSON: its long view hands that JSON over
+    instead of rendering every row for messages nobody asked for, and the items are the
+    ones appended; asked for messages, the same view still renders them."""
+    from openhands_memory.chat import ChatHistory
+
+    items = [{"role": "user", "content": "fix the tests"}]
+    for k in range(6):
+        items += [{"role": "assistant", "content": None, "tool_calls": [
+                      {"id": f"c{k}", "type": "function", "function": {"name": "terminal", "arguments": f"{{\"n\": {k}}}"}}]},
+                  {"role": "tool", "tool_call_id": f"c{k}", "content": f"ran {k}"}]
+    with ChatHistory(database_url, "chat") as history:
+        history.extend(items)
+    with long_views(), ChatHistory(database_url, "chat") as history:
+        assert history.messages() == items
+        view = history.view()
+        pending = [x for x in items_of(view.events) if type(x) is Pending]
+        assert pending and all(x.shown is None and x.payload is not None for x in pending)
+        with EventStore(database_url) as other:
+            assert view.to_messages() == other.conversation(history.conversation.id).view().to_messages()

@@ -105,6 +105,9 @@ class ChatHistory:
         except BaseException:
             self.close()
             raise
+        # Items are rendered from their events' JSON (``_render``), not from the view's own
+        # rendering: a long view keeps the JSON for it rather than render every row.
+        self.conversation.views.rendered = False
         # Items by the id of the event holding them, as skeletons and their strings (events
         # never change): what the view shows and what was appended since, so that a step
         # reads and parses only new events.

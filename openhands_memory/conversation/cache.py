@@ -114,6 +114,9 @@ class ViewCache:
         self.new_facts: list[RowFacts] = []  # appended since ``view`` was made
         self.new_events: list[Event] = []  # the LLM-visible ones among them
         self._known: Any = None  # a version read before anything was cached (``known_version``)
+        # Whether a long view renders its rows as it reads them (``query.load``): off for a
+        # reader that renders their JSON its own way (``ChatHistory``).
+        self.rendered = True
 
     def known_version(self, version: Any) -> None:
         """The conversation's version as just read (by the lookup that made it): the first
@@ -129,7 +132,7 @@ class ViewCache:
             version = self.recorder.version(self.conversation_id)
         if self.data is None or version != self.version:
             with self.recorder.reading() as db:
-                self.data = query.load(db, self.conversation_id, loader=self.loader)
+                self.data = query.load(db, self.conversation_id, loader=self.loader, rendered=self.rendered)
             self.version = version
             self.view = None
         if self.view is not None and self.new_facts:
@@ -260,7 +263,7 @@ class ViewCache:
     def at(self, seq: int) -> View:
         """The view as it stood right after event ``seq`` (not cached)."""
         with self.recorder.reading() as db:
-            return View.from_data(query.load(db, self.conversation_id, seq, self.loader))
+            return View.from_data(query.load(db, self.conversation_id, seq, self.loader, rendered=self.rendered))
 
     def _fold_condensation(self, data: query.ViewData, cond: Condensation) -> None:
         """Apply a Condensation we just stored to the cached rows in place: drop the rows it

@@ -29,6 +29,7 @@ from ..events import Event
 from ..storage import Session, hidden, tree
 from ..storage.codec import decode
 from .history import RowFacts, TailHistory, loop_spans
+from .messages import shown
 from .pins import NO_PINS, Pins, fold, resolve
 from .stored import Item, Loader, Pending, event_of
 
@@ -159,7 +160,8 @@ def visible_intervals(path: list[ranges.Run] | None, hidden_runs: list[ranges.Ru
     return tree.subtract(path, hidden_runs)
 
 
-def load(db: Session, cid: str, at: int | None = None, loader: Loader | None = None) -> ViewData:
+def load(db: Session, cid: str, at: int | None = None, loader: Loader | None = None, *,
+         rendered: bool = True) -> ViewData:
     """Read what the view of ``cid`` is made of: as it stood right after event ``at`` (the
     path from ``at`` to the root), or now (the path from HEAD).
 
@@ -170,7 +172,10 @@ def load(db: Session, cid: str, at: int | None = None, loader: Loader | None = N
     more (its condensations, its hidden runs) and a group of its own for the batch counts.
 
     ``loader``: how to read an event again later (``stored.py``); without one, the view keeps
-    every event's JSON, however long it is.
+    every event's JSON, however long it is. ``rendered``: a long view renders its rows as
+    they are read, and lets their JSON go (what its messages need, at the least memory: 100k
+    rows' JSON held at once cost 100 MB more); without it, it keeps their JSON for a caller
+    that reads it its own way (``ChatHistory``), and renders only if asked for messages.
     """
     last, last_cond, newest, live, path, pin_rows = db.view_head(cid, at)
     if not path or tree.is_prefix(path):
@@ -178,9 +183,9 @@ def load(db: Session, cid: str, at: int | None = None, loader: Loader | None = N
         if upto != last:  # HEAD (or ``at``) lies before the newest row: the ends up to it
             last, last_cond, newest = db.view_ends(cid, upto)
             live = None if last_cond != newest else live
-        data = _load_prefix(db, cid, upto, last_cond, live, loader)
+        data = _load_prefix(db, cid, upto, last_cond, live, loader, rendered)
     else:
-        data = _load_branch(db, cid, path, loader)
+        data = _load_branch(db, cid, path, loader, rendered)
     if pin_rows:
         load_pins(db, data, pin_rows, path)
     return data
@@ -244,7 +249,7 @@ def _fold_pins(db: Session, cid: str, pin_rows: list[tuple[int, str]], path: lis
 
 
 def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: list[ranges.Run] | None,
-                 loader: Loader | None) -> ViewData:
+                 loader: Loader | None, rendered: bool) -> ViewData:
     runs = live if live is not None else hidden.at(db, cid, last_cond)
     intervals = ranges.complement(runs, upto) if upto >= 0 else []
     # Nothing hidden: every action up to ``upto`` is read, so the batches are counted here
@@ -252,20 +257,20 @@ def _load_prefix(db: Session, cid: str, upto: int, last_cond: int | None, live: 
     # tens of thousands of response ids).
     long = _long(intervals, loader)
     rows, edge_rows, summary, last_request, sizes = db.view_tail(cid, intervals, upto, count=bool(runs), once=long)
-    data = _data(cid, upto, runs, None, rows, edge_rows, summary, last_cond, last_request, loader, long)
+    data = _data(cid, upto, runs, None, rows, edge_rows, summary, last_cond, last_request, loader, long, rendered)
     if runs:  # (else every action up to ``upto`` was read, and counted as it was)
         data.batch_sizes = sizes
     return data
 
 
-def _load_branch(db: Session, cid: str, path: list[ranges.Run], loader: Loader | None) -> ViewData:
+def _load_branch(db: Session, cid: str, path: list[ranges.Run], loader: Loader | None, rendered: bool) -> ViewData:
     upto = path[-1][1]
     last_cond, last_request = db.path_ends(cid, path)
     runs = tree.hidden_in_force(db, cid, path)
     intervals = tree.subtract(path, runs)
     long = _long(intervals, loader)
     rows, edge_rows, summary = db.branch_tail(cid, intervals, tree.edge_quads(path, intervals), path, once=long)
-    data = _data(cid, upto, runs, path, rows, edge_rows, summary, last_cond, last_request, loader, long)
+    data = _data(cid, upto, runs, path, rows, edge_rows, summary, last_cond, last_request, loader, long, rendered)
     data.batch_sizes = db.batch_sizes_on(cid, path, set(data.batch_sizes))
     return data
 
@@ -278,13 +283,16 @@ def _long(intervals: list[ranges.Run], loader: Loader | None) -> bool:
 
 def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | None, rows: Iterable[tuple],
           edge_rows: list[tuple], summary: tuple | None, last_cond: int | None, last_request: int | None,
-          loader: Loader | None, long: bool) -> ViewData:
+          loader: Loader | None, long: bool, rendered: bool) -> ViewData:
     facts: list[RowFacts] = []
     events: dict[int, Item] = {}
     counted: dict[str, int] = {}  # actions per response id among the rows
-    # One loop does what a long view needs of each row (a pass over 100k rows costs ~10 ms);
-    # what a row's message is made of is rendered from its JSON when the view is
-    # (``messages.shown``), and a long view lets the JSON go then.
+    # The rows come a batch at a time; a long view that is ``rendered`` renders each as it is
+    # read and lets its JSON go, so that it never holds every payload and what is made of
+    # them at once. Any other renders a row when its messages are asked for
+    # (``messages.shown``). (One loop does what a long view needs of each row: a pass over
+    # 100k rows costs ~10 ms.)
+    render = long and rendered
     for seq, kind, thinking, call_id, rid, payload in rows:
         if kind == "ActionEvent":
             counted[rid] = counted.get(rid, 0) + 1
@@ -292,6 +300,8 @@ def _data(cid: str, upto: int, runs: list[ranges.Run], path: list[ranges.Run] | 
             facts.append(RowFacts(seq, kind, bool(thinking), call_id, rid))
             continue
         item = Pending(seq, kind, bool(thinking), call_id, rid, payload, long)
+        if render:
+            shown(item)
         facts.append(item)
         events[seq] = item
     open_loop_at, continues_after = _edges(_on_facts(edge_rows, facts), upto)
