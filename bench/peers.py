@@ -30,8 +30,9 @@ one core (``--core``, by ``os.sched_setaffinity``):
     copy of the history, ``--steps`` steps, their median; with each store's default
     durability, then with synchronous=FULL (an fsync each commit) in another process;
   * disk per event: the built file (and its -wal) divided by the workload's events.
-Figures are medians of ``--repeats``; each table has a column per size, each cell a figure
-and its ratio to this project without a condenser (like for like: every item sent).
+Figures are medians of ``--repeats`` (the resume's spread, min to max, in a table of its
+own); each table has a column per size, each cell a figure and its ratio to this project
+without a condenser (like for like: every item sent).
 ``--json FILE`` writes every raw result.
 """
 
@@ -221,6 +222,16 @@ def print_tables(results: dict[str, dict[int, dict]], stores: list[Store], sizes
             rows.append([store.label, *cells])
         print(table([title, *(human(n) for n in sizes)], rows))
         print(flush=True)
+    # How far the repeats lie apart: a median of a wide spread is a weak promise.
+    rows = []
+    for store in stores:
+        cells = []
+        for n in sizes:
+            cpu = [x["cpu"] * 1000 for x in results[store.name][n]["resume"]]
+            cells.append(f"{number(min(cpu))}–{number(max(cpu))}" if cpu else "-")
+        rows.append([store.label, *cells])
+    print(table(["resume CPU, min–max of repeats, ms", *(human(n) for n in sizes)], rows))
+    print(flush=True)
 
 
 def report(results: dict[str, dict[int, dict]], stores: list[Store], sizes: list[int]) -> dict[str, tuple[str, str]]:
