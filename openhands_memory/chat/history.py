@@ -271,6 +271,8 @@ class ChatHistory:
                     out[seq] = x.event
                 elif x.payload is not None:
                     out[seq] = _decode(x.payload)
+                    if x.long:
+                        x.payload = None  # (its items are kept here: a long view lets the JSON go)
                 else:
                     unread.append(seq)
             else:

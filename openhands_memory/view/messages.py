@@ -220,8 +220,8 @@ def shown(item: Item) -> Any:
         return item
     made = item.shown
     if made is None:
-        if item.event is not None and item.kind not in records.DECODERS:
-            made = item.event
+        if item.payload is None or (item.event is not None and item.kind not in records.DECODERS):
+            made = item.event  # (JSON let go unrendered: decoded by ``stored.decode_unrendered``)
         else:
             made, event, call_id = renderable(item.kind, item.payload, item.seq)  # type: ignore[arg-type]
             if item.event is None:

@@ -128,6 +128,16 @@ def decode_unread(unread: dict[int, Pending], loader: Loader | None) -> None:
         x.event = event
 
 
+def decode_unrendered(items: Sequence[Item], loader: Loader | None) -> None:
+    """Decode, in one read of the store, the items of a long view that were neither rendered
+    nor kept their JSON (a reader that made its own items of it let it go: ``ChatHistory``),
+    so that the view's messages can be made from the events."""
+    unread = {x.seq: x for x in items
+              if type(x) is Pending and x.shown is None and x.payload is None and x.event is None}
+    if unread:
+        decode_unread(unread, loader)
+
+
 def items_of(events: Sequence[Event]) -> Sequence[Item]:
     """The items of ``events`` without decoding any (a plain list is its own)."""
     return events.items if isinstance(events, StoredEvents) else events

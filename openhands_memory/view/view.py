@@ -26,7 +26,7 @@ from .history import ListHistory
 from .manipulation import ManipulationIndices
 from .pins import NO_PINS, Pins
 from .query import ViewData, visible_intervals
-from .stored import Item, Loader, StoredEvents, event_of, items_of
+from .stored import Item, Loader, StoredEvents, decode_unrendered, event_of, items_of
 
 
 @dataclass
@@ -189,6 +189,7 @@ class View:
             if self._messages is None:
                 base = self._base
                 items = items_of(self.events)
+                decode_unrendered(items, getattr(self.events, "loader", None))
                 if base is not None and base._messages is not None:
                     self._messages = events_to_turns(items[len(base.events):], after=base._messages)
                     prior = base._serialized
