@@ -20,12 +20,16 @@ from openhands_memory import EventStore
 from openhands_memory.errors import StoreClosed
 from openhands_memory.events import (
     ActionEvent,
+    AgentErrorEvent,
     ImageContent,
+    Message,
+    MessageEvent,
     MessageToolCall,
     ObservationEvent,
     RedactedThinkingBlock,
     TextContent,
     ThinkingBlock,
+    UserRejectObservation,
 )
 from openhands_memory.view import messages, query
 from openhands_memory.view.messages import Options, events_to_messages
@@ -179,7 +183,10 @@ def test_long_and_short_views_agree_on_any_history(shared_store, history, data):
     assert shape(long) == shape(short) == expected
     assert [d.property for d in long.dropped] == [d.property for d in short.dropped]
     for options in (OPTIONS[0], OPTIONS[2]):
-        assert long.to_messages(**options.__dict__) == short.to_messages(**options.__dict__)
+        sent = long.to_messages(**options.__dict__)
+        assert sent == short.to_messages(**options.__dict__)
+        # the records' rendering is the events' (pydantic models, decoded from the store)
+        assert sent == events_to_messages(list(long.events), options)
     assert _events(long) == _events(short)
 
 
@@ -197,6 +204,51 @@ def test_records_keep_every_field_a_message_reads():
     record = records.DECODERS["ObservationEvent"].decode(obs.to_json())
     assert messages.result_turn(record) == messages.result_turn(obs)
     assert json.loads(obs.to_json())["observation"] == record.observation
+
+
+def test_results_read_as_records_show_what_their_events_show():
+    for event in (AgentErrorEvent(tool_name="terminal", tool_call_id="c1", error="no such tool"),
+                  UserRejectObservation(tool_name="terminal", tool_call_id="c2", action_id="a",
+                                        rejection_reason="not that one")):
+        shown, decoded, call_id = messages.renderable(event.kind, event.to_json(), 0)
+        assert decoded is None and call_id == event.tool_call_id
+        assert shown == messages.result_turn(event)
+
+
+_TEXT = st.text(max_size=12)
+_PART = st.one_of(
+    st.builds(TextContent, text=_TEXT, cache_prompt=st.booleans()),
+    st.builds(ImageContent, image_urls=st.lists(st.just("data:image/png;base64,AA"), min_size=1, max_size=2),
+              cache_prompt=st.booleans()),
+)
+_MESSAGES = st.builds(
+    MessageEvent,
+    source=st.sampled_from(["user", "agent"]),
+    llm_message=st.builds(
+        Message,
+        role=st.sampled_from(["user", "system", "assistant", "tool"]),
+        content=st.lists(_PART, max_size=3),
+        tool_calls=st.one_of(st.none(), st.lists(st.builds(MessageToolCall, id=_TEXT, name=_TEXT, arguments=_TEXT),
+                                                 max_size=2)),
+        tool_call_id=st.one_of(st.none(), _TEXT),
+        name=st.one_of(st.none(), _TEXT),
+        reasoning_content=st.one_of(st.none(), _TEXT),
+        thinking_blocks=st.lists(st.one_of(st.builds(ThinkingBlock, thinking=_TEXT, signature=st.one_of(st.none(), _TEXT)),
+                                           st.builds(RedactedThinkingBlock, data=_TEXT)), max_size=2),
+    ),
+    extended_content=st.lists(st.builds(TextContent, text=_TEXT), max_size=2),
+)
+
+
+@given(event=_MESSAGES)
+def test_a_message_read_as_a_record_is_sent_as_its_event_is(event):
+    """A chat history is mostly messages: a long view reads them as typed records, never as
+    pydantic events, and each is sent byte for byte as its event would be, with every switch."""
+    shown, decoded, _ = messages.renderable("MessageEvent", event.to_json(), 0)
+    assert decoded is None and type(shown).__name__ == "MessageRecord"
+    for options in OPTIONS:
+        assert (messages.serialize(messages.single_turn(shown), options)
+                == messages.serialize(messages.single_turn(event), options))
 
 
 _TEXT_OR_NOT = st.one_of(st.none(), st.text(max_size=8), st.integers(-2, 2), st.booleans())

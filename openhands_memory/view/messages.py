@@ -159,7 +159,7 @@ def batch_turn(batch: Sequence[ActionEvent]) -> Turn:
 def single_turn(e: Event) -> Turn | None:
     if isinstance(e, SystemPromptEvent):
         return Turn("system", _parts([e.system_prompt] + ([e.dynamic_context] if e.dynamic_context else [])))
-    if isinstance(e, MessageEvent):
+    if isinstance(e, (MessageEvent, records.MessageRecord)):
         m = e.llm_message
         return Turn(
             m.role,
@@ -193,10 +193,20 @@ def _add(turns: list[Turn], turn: Turn) -> None:
 def renderable(kind: str, payload: str, seq: int) -> tuple[Any, Event | None, str | None]:
     """What a stored event's message is made of, from its JSON, the event when that is what
     it took, and the tool call id it holds (so that the view's facts share the string): an
-    action's record, an observation's rendered tool turn (its observation is not kept), or
-    the decoded event (the other kinds, a few in any view)."""
+    action's or a message's record, a result's rendered tool turn (an observation's
+    observation is not kept), or the decoded event (the other kinds, a few in any view, and
+    a JSON of a shape the record does not read)."""
     decoder = records.DECODERS.get(kind)
     if decoder is None:
+        try:
+            result = records.RESULTS.get(kind)
+            if result is not None:
+                record = result.decode(payload)
+                return result_turn(record), None, record.tool_call_id
+            if kind == "MessageEvent":
+                return records.MESSAGE.decode(payload), None, None
+        except msgspec.ValidationError:
+            pass  # (not the shape the record reads: decoded as the event)
         event = decode(kind, payload, seq)
         return event, event, None
     if kind == "ObservationEvent":

@@ -8,7 +8,8 @@ without building it (measured on 100k SDK-shaped events: 91 ms for the actions a
 with ``orjson`` and 296 ms with ``json``, before pydantic's own pass). The records carry the
 attribute names the renderers read (``messages.batch_turn``), so one renderer serves events
 and records alike. An observation is read the same way, its ``observation`` kept as a dict
-(its shape is per tool; ``observations.render`` reads it as it reads an event's).
+(its shape is per tool; ``observations.render`` reads it as it reads an event's); so are a
+message (``MessageEvent``: a chat history is mostly these), an agent error and a rejection.
 
 Only what was written through ``codec.event_row`` is read here: it was validated as the
 event it is when it was written, so no validation is repeated.
@@ -98,6 +99,50 @@ class TerminalObservationRecord(msgspec.Struct):
     kind: ClassVar[str] = "ObservationEvent"
 
 
+class MessageToolCallRecord(msgspec.Struct):
+    id: str
+    name: str
+    arguments: str
+
+
+class LLMMessageRecord(msgspec.Struct):
+    """What a ``MessageEvent``'s turn shows of its ``llm_message``."""
+
+    role: str
+    content: list[Union[TextRecord, ImageRecord]] = []
+    tool_calls: Union[list[MessageToolCallRecord], None] = None
+    tool_call_id: Union[str, None] = None
+    name: Union[str, None] = None
+    reasoning_content: Union[str, None] = None
+    thinking_blocks: list[Union[ThinkingRecord, RedactedThinkingRecord]] = []
+
+
+class MessageRecord(msgspec.Struct):
+    """What a ``MessageEvent``'s turn shows: a chat history's every user and assistant text."""
+
+    llm_message: LLMMessageRecord
+    extended_content: list[TextRecord] = []
+    kind: ClassVar[str] = "MessageEvent"
+
+
+class AgentErrorRecord(msgspec.Struct):
+    """What an ``AgentErrorEvent``'s tool turn shows."""
+
+    tool_call_id: str
+    tool_name: str
+    error: str
+    kind: ClassVar[str] = "AgentErrorEvent"
+
+
+class RejectionRecord(msgspec.Struct):
+    """What a ``UserRejectObservation``'s tool turn shows."""
+
+    tool_call_id: str
+    tool_name: str
+    rejection_reason: str = "User rejected the action"
+    kind: ClassVar[str] = "UserRejectObservation"
+
+
 #: Most observations of a coding agent are the terminal's: they are read as a typed record
 #: (a third less time, read and rendered, than as a dict), when their JSON says that kind
 #: as the SDK writes it. Any other shape is not valid for the record, and is read as a dict.
@@ -108,5 +153,12 @@ DECODERS: dict[str, msgspec.json.Decoder] = {
     "ActionEvent": msgspec.json.Decoder(ActionRecord),
     "ObservationEvent": msgspec.json.Decoder(ObservationRecord),
 }
+#: The other kinds a long view holds many of, read as records when their JSON has the shape
+#: the record reads (a content part of a type the record does not know: decoded as the event).
+RESULTS: dict[str, msgspec.json.Decoder] = {
+    "AgentErrorEvent": msgspec.json.Decoder(AgentErrorRecord),
+    "UserRejectObservation": msgspec.json.Decoder(RejectionRecord),
+}
+MESSAGE = msgspec.json.Decoder(MessageRecord)
 TEXTS = (TextRecord,)
 IMAGES = (ImageRecord,)
