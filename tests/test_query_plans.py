@@ -33,7 +33,7 @@ from . import factories as f
 from .sdk_shape import sdk_history
 
 TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "conversation", "llm_call", "llm_reply",
-          "search_state")
+          "search_state", "ingest_pending")
 
 
 class Recorder:
@@ -100,8 +100,10 @@ def plan(path: Path, sql: str, params: tuple) -> list[str]:
 
 
 ONE_ROW_SEEK = re.compile(r"\bMAX\(|ORDER BY (\w+\.)?id DESC LIMIT 1", re.I)
-# Partial indexes that hold a conversation's few live rows, not its history.
-FEW_ROWS = ("ix_hidden_run_live", "ix_event_jump", "ix_event_pin")
+# Partial indexes that hold a conversation's few live rows, not its history; and the agent
+# server's events waiting for their parents (a batch or two, released as the parents come).
+FEW_ROWS = ("ix_hidden_run_live", "ix_event_jump", "ix_event_pin", "sqlite_autoindex_ingest_pending_1",
+            "ingest_pending_pkey")
 # Tables keyed by the conversation alone: one row each.
 ONE_PER_CONVERSATION = ("SEARCH search_state USING PRIMARY KEY",)
 
@@ -266,8 +268,27 @@ def long_view(store: EventStore) -> None:
     assert len(list(view.events)) == len(view)
 
 
+def agent_server_ingest(store: EventStore) -> None:
+    """An agent server's webhook batches (io/agent_server.py): one arrives before the batch
+    its first event follows (its events wait in ingest_pending, then are released when that
+    batch comes), and one is delivered twice (nothing stored twice)."""
+    import uuid
+
+    from openhands_memory.io.agent_server import ingest_events
+
+    from .test_ingest import wire_events
+
+    wire = wire_events(30)
+    batches = [wire[k : k + 10] for k in range(0, len(wire), 10)]
+    hex_id = uuid.UUID(int=43).hex
+    for batch in [batches[0], batches[2], batches[1], *batches[3:], batches[1]]:
+        ingest_events(store, hex_id, json.dumps(batch).encode())
+    with store.reading() as db:
+        assert db.pending_count(str(uuid.UUID(hex_id))) == 0
+
+
 WORK = [first_view, view_at, cached_steps, bulk_appends, token_trigger_steps, condensation_written, branch_steps,
-        pinned_steps, searches, kept_replies, long_view]
+        pinned_steps, searches, kept_replies, long_view, agent_server_ingest]
 
 
 def test_a_long_view_reads_its_events_back_by_key(files, tmp_path):
@@ -378,7 +399,7 @@ EXPECTED_INDEX = {
     "summary IS NOT NULL": "ix_condensation_summary",
     "kind = 'CondensationRequest'": "ix_event_request",
     "until_id IS NULL ORDER BY": "ix_hidden_run_live",
-    "uid IN": "ux_event_uid",
+    "SELECT id, uid FROM event WHERE": "ux_event_uid",  # events by external id (seqs_of)
     "parent_seq IS NOT NULL AND id <=": "ix_event_jump",
     "kind = 'PinEvent'": "ix_event_pin",
 }
@@ -422,7 +443,7 @@ def pg_file(postgres_database_factory) -> str:
 # The tables whose rows grow with histories. (PostgreSQL rightly scans a conversation table of
 # a few hundred rows, a page or two; with a fleet's worth its statistics choose the key.)
 PG_HISTORY_TABLES = ("event", "condensation", "hidden_run", "forgotten_range", "llm_call", "llm_reply",
-                     "event_text")
+                     "event_text", "ingest_pending")
 PG_COLUMNS = {"conversation_id", "id", "uid", "llm_response_id", "kind", "from_id", "start_id", "until_id",
               "condensation_id", "token_count", "llm_visible"}
 

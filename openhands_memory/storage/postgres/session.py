@@ -73,7 +73,20 @@ class PostgresSession(Session):
     # comes from JSON the library keeps whole: a Condensation's forgotten ids, a pin's event
     # id, the SDK's leaf_event_id, a call id in a row written before such rows were refused.
     def seqs_of(self, cid: str, before: int, uids: Sequence[str]) -> list[tuple[int, str]]:
-        return super().seqs_of(cid, before, [u for u in uids if "\x00" not in u])
+        wanted = list(dict.fromkeys(u for u in uids if "\x00" not in u))  # (a row once, as IN gives it)
+        if not wanted:
+            return []
+        # One probe of the uid index per uid (a LATERAL that the planner cannot flatten, for its
+        # LIMIT): with "uid IN (...)", or a LATERAL without the LIMIT, the planner read
+        # the conversation's rows by its id alone and filtered them whenever its statistics
+        # did not know the conversation (a new one, or one grown since the last ANALYZE),
+        # which an agent server's every batch would pay at the size of its history.
+        return self.all(
+            "SELECT e.id, e.uid FROM unnest(CAST(? AS text[])) AS u(uid) CROSS JOIN LATERAL "
+            f"(SELECT id, uid FROM event WHERE conversation_id = ? AND uid = u.uid AND {self.no_index('id')} < ? "
+            "LIMIT 1) e",  # (a uid is unique in its conversation; the LIMIT keeps the probe a probe)
+            (wanted, cid, before),
+        )
 
     def results_near(self, cid: str, seq: int, call_id: str, span: int = 256) -> list[int]:
         return [] if "\x00" in call_id else super().results_near(cid, seq, call_id, span)
