@@ -220,6 +220,30 @@ class AgentServer:
         request(f"{self.url}/api/conversations/{cid}", "DELETE")
 
 
+# The view the agent server's own SDK makes of a conversation's events (``View.from_events``:
+# condensations applied in order, then its properties enforced), as (kind, id) pairs, the
+# summary as ("summary", its text).
+_SDK_VIEW = """
+import json, sys
+from openhands.sdk.context.view import View
+from openhands.sdk.event import CondensationSummaryEvent, Event
+import openhands.tools.terminal  # (its tool's kind, named in the system prompt event)
+view = View.from_events([Event.model_validate(e) for e in json.load(sys.stdin)])
+print(json.dumps([["summary", e.summary] if isinstance(e, CondensationSummaryEvent) else [e.kind, e.id]
+                  for e in view.events]))
+"""
+
+
+def sdk_view(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """What the agent server's SDK would send of ``events`` (its REST API's listing)."""
+    found = python()
+    assert found is not None, missing()
+    run = subprocess.run([str(found), "-c", _SDK_VIEW], input=json.dumps(events), capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return [tuple(x) for x in json.loads(run.stdout)]
+
+
 def pages(items: list[Any], size: int) -> Iterator[list[Any]]:
     for k in range(0, len(items), size):
         yield items[k : k + size]

@@ -131,6 +131,13 @@ def test_a_conversation_streams_in_whole_in_order_and_twice_is_once(served, llm,
         # info composed as the run started ("idle") may come later still, and must not win.
         a.wait_until(lambda: info().get("status") == "finished", "the status 'finished'", 30)
         assert info()["model"] == "openai/test-model"
+        # What the model is sent from the database is what the agent server's SDK sends:
+        # the same events in the same order, and the same summary.
+        view = store.conversation(cid).view()
+        ours = [("summary", e.summary) if e.kind == "CondensationSummaryEvent" else (e.kind, e.id)
+                for e in view.events]
+        assert ours == a.sdk_view(server.events(cid))
+        assert "summary" in dict(ours)  # something was forgotten, and summarized
         # HEAD is the agent server's leaf: the view ends where the agent server's path ends.
         assert store.conversation(cid).view().events[-1].id == server.state(cid)["leaf_event_id"]
 
