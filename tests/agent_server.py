@@ -244,6 +244,17 @@ def sdk_view(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [tuple(x) for x in json.loads(run.stdout)]
 
 
+def events_folder(server: "AgentServer", cid: str) -> Path:
+    """Where the agent server persisted a conversation's event files (its
+    ``conversations_path``, ``workspace/conversations`` under its folder)."""
+    import uuid
+
+    found = [p for p in (server.folder / "workspace" / "conversations").rglob("events")
+             if uuid.UUID(cid).hex in str(p) or cid in str(p)]
+    assert len(found) == 1, sorted(str(p) for p in server.folder.rglob("*") if p.is_dir())[:40]
+    return found[0]
+
+
 def pages(items: list[Any], size: int) -> Iterator[list[Any]]:
     for k in range(0, len(items), size):
         yield items[k : k + size]

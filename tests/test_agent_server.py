@@ -111,6 +111,15 @@ def delivered(server: a.AgentServer, database: str, cid: str, timeout: float = 6
     return stored(database, cid)
 
 
+def no_nulls(value: Any) -> Any:
+    """A JSON value without the object members that are null."""
+    if isinstance(value, dict):
+        return {k: no_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [no_nulls(v) for v in value]
+    return value
+
+
 def test_a_conversation_streams_in_whole_in_order_and_twice_is_once(served, llm, tmp_path):
     server, receiver = served
     cid = server.start_conversation(llm.url, tmp_path / "work", "echo your steps", condense_at=8)
@@ -140,6 +149,17 @@ def test_a_conversation_streams_in_whole_in_order_and_twice_is_once(served, llm,
         assert "summary" in dict(ours)  # something was forgotten, and summarized
         # HEAD is the agent server's leaf: the view ends where the agent server's path ends.
         assert store.conversation(cid).view().events[-1].id == server.state(cid)["leaf_event_id"]
+
+    # The database gives the agent server's own folder back: every event file it wrote, named
+    # as it named it and holding what it wrote. (Its files leave out some fields that are
+    # null, such as a tool call's responses_item_id, which its webhook sends as null: the
+    # SDK reads either as the same event.)
+    out = tmp_path / "exported"
+    exported = invoke("export", receiver.database, cid, "--file-format", "openhands", "-o", str(out))
+    assert exported.exit_code == 0, exported.output
+    theirs = {p.name: no_nulls(json.loads(p.read_text())) for p in a.events_folder(server, cid).glob("*.json")}
+    mine = {p.name: no_nulls(json.loads(p.read_text())) for p in (out / "events").glob("*.json")}
+    assert len(theirs) == len(want) and mine == theirs
 
     # A second delivery of every batch, as the sender's retries could bring it: nothing changes.
     client = f"http://127.0.0.1:{receiver.port}/events/{uuid.UUID(cid).hex}"
