@@ -232,6 +232,8 @@ def shown(item: Item) -> Any:
     if made is None:
         if item.payload is None or (item.event is not None and item.kind not in records.DECODERS):
             made = item.event  # (JSON let go unrendered: decoded by ``stored.decode_unrendered``)
+            if made is None:  # pragma: no cover - View.to_messages decodes those first
+                raise RuntimeError(f"event {item.seq} of this view has neither its JSON nor its event")
         else:
             made, event, call_id = renderable(item.kind, item.payload, item.seq)  # type: ignore[arg-type]
             if item.event is None:

@@ -229,12 +229,12 @@ def _fold_pins(db: Session, cid: str, pin_rows: list[tuple[int, str]], path: lis
         hint = ev.get("event_seq")
         if hint is None or not 0 <= hint <= upto:
             continue
-        shown = known.get(hint)
-        if type(shown) is Pending and shown.event is None and shown.payload is None:
-            shown = None  # a long view's event: its row is read below, as an unseen one's
-        if shown is not None and event_of(shown, None).id == uid:
+        item = known.get(hint)
+        if type(item) is Pending and item.event is None and item.payload is None:
+            item = None  # a long view's event: its row is read below, as an unseen one's
+        if item is not None and event_of(item, None).id == uid:
             seq_of[uid] = hint
-        elif shown is None:
+        elif item is None:
             hinted[hint] = uid
     read: dict[int, Event] = {}
     for seq, uid, kind, _, _, payload in db.event_rows(cid, list(hinted)) if hinted else []:

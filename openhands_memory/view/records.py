@@ -99,18 +99,12 @@ class TerminalObservationRecord(msgspec.Struct):
     kind: ClassVar[str] = "ObservationEvent"
 
 
-class MessageToolCallRecord(msgspec.Struct):
-    id: str
-    name: str
-    arguments: str
-
-
 class LLMMessageRecord(msgspec.Struct):
     """What a ``MessageEvent``'s turn shows of its ``llm_message``."""
 
     role: str
     content: list[Union[TextRecord, ImageRecord]] = []
-    tool_calls: Union[list[MessageToolCallRecord], None] = None
+    tool_calls: Union[list[ToolCallRecord], None] = None
     tool_call_id: Union[str, None] = None
     name: Union[str, None] = None
     reasoning_content: Union[str, None] = None
