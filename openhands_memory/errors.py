@@ -119,6 +119,14 @@ class IngestRefused(OpenHandsMemoryError, ValueError):
         super().__init__(f"{message}; nothing of the batch was stored")
 
 
+class ReceiverStopping(OpenHandsMemoryError):
+    """``serve --ingest`` is stopping: its store is closed, and a write that comes after (a
+    backfill's page) is refused rather than opening it again."""
+
+    def __init__(self) -> None:
+        super().__init__("the receiver is stopping: nothing more is written")
+
+
 class DuplicateEventId(OpenHandsMemoryError):
     def __init__(self, conversation_id: str, uid: str):
         self.uid = uid

@@ -82,11 +82,12 @@ class Receiver:
     port: int
     log: Path
     keys: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()  # more of serve's options (--backfill URL ...)
     process: subprocess.Popen | None = None
 
     def start(self) -> "Receiver":
         args = [sys.executable, "-m", "openhands_memory.cli", "serve", self.database, "--ingest",
-                "--port", str(self.port)]
+                "--port", str(self.port), *self.options]
         for key in self.keys:
             args += ["--api-key", key]
         env = {k: v for k, v in os.environ.items() if k != "OPENHANDS_MEMORY_INGEST_KEYS"}

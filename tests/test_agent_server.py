@@ -247,3 +247,38 @@ def waiting(database: str, cid: str) -> int:
 
     with EventStore(database) as store:
         return waiting_counts(store).get(cid, 0)
+
+
+def test_backfill_pulls_what_the_webhooks_never_brought(agent_python, llm, tmp_path):
+    """``serve --ingest --backfill URL``, no ``sync`` run by hand: a conversation that ran
+    before the receiver started is pulled when it starts, and one whose older events a
+    sender dropped is pulled once the events that came have waited ``--backfill-delay``."""
+    nowhere = a.free_port()  # where the webhooks go: nothing listens there, nothing is retried
+    server = a.AgentServer(tmp_path / "agent-server", f"http://127.0.0.1:{nowhere}",
+                           settings={"OH_WEBHOOKS_0_NUM_RETRIES": "0"}).start()
+    port = a.free_port()
+    log = tmp_path / "receiver.log"
+    receiver = a.Receiver(str(tmp_path / "ingest.db"), port, log, keys=(a.SESSION_KEY,),
+                          options=("--backfill", server.url, "--backfill-delay", "1"))
+    later_llm = scripted().start()
+    try:
+        early = server.start_conversation(llm.url, tmp_path / "work", "echo your steps")
+        assert server.wait_finished(early) == "finished"
+        receiver.start()
+        assert delivered(server, receiver.database, early) == listed(server, early)  # the start's sweep
+
+        later = server.start_conversation(later_llm.url, tmp_path / "work-2", "echo your steps")
+        assert server.wait_finished(later) == "finished"
+        events = server.events(later)
+        # What a sender delivers after its queue dropped the older half: it waits for parents.
+        got = a.request(f"http://127.0.0.1:{port}/events/{uuid.UUID(later).hex}", "POST", events[len(events) // 2:])
+        assert got["waiting"] > 0 and got["stored"] == 0
+        assert delivered(server, receiver.database, later) == listed(server, later)
+        assert waiting(receiver.database, later) == 0
+        assert invoke("doctor", receiver.database, "--full").exit_code == 0
+        said = log.read_text()
+        assert "backfill of every conversation" in said and f"backfill of conversation {later}" in said
+    finally:
+        server.stop()
+        receiver.stop()
+        later_llm.stop()

@@ -7,7 +7,10 @@ posting over HTTP is tests/test_agent_server.py.
 from __future__ import annotations
 
 import json
+import logging
 import random
+import socket
+import time
 import uuid
 from typing import Any
 
@@ -335,3 +338,41 @@ def test_two_receivers_on_one_postgresql_at_once_keep_every_conversation(postgre
         assert rows(url, cid) == expected(events)
     with EventStore(url) as store:
         assert doctor.check(store, full=True).problems == []
+
+
+def test_backfill_needs_ingest_and_an_address_and_changes_nothing_when_refused(tmp_path):
+    db = tmp_path / "new.db"
+    for args, words in (
+        (("--backfill", "http://127.0.0.1:8000"), "give --ingest too"),
+        (("--ingest", "--backfill", "gpu-1:8000"), "is not an agent server's address"),
+        (("--ingest", "--backfill-delay", "5"), "give --backfill too"),
+    ):
+        result = invoke("serve", str(db), *args)
+        assert result.exit_code == 1 and words in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1
+        assert not db.exists()
+
+
+def test_an_agent_server_out_of_reach_is_a_warning_and_ingest_goes_on(tmp_path, caplog):
+    """The backfill's agent server does not answer: the start's sweep and each gap are one
+    warning line each (tried again later), and the webhooks are stored as ever."""
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        nowhere = s.getsockname()[1]
+    location = str(tmp_path / "in.db")
+    events = wire_events(5)
+    half = len(events) // 2
+    app = create_app(location, ingest=True, backfill=f"http://127.0.0.1:{nowhere}", backfill_delay=0.1)
+    with caplog.at_level(logging.INFO, logger="openhands_memory.ingest"), TestClient(app) as client:
+        assert post(client, events[half:]).json()["waiting"] == len(events) - half  # a gap
+
+        def warned(what: str) -> bool:
+            return any(r.levelno == logging.WARNING and f"backfill of {what}: cannot reach" in r.getMessage()
+                       for r in caplog.records)
+
+        deadline = time.monotonic() + 30
+        while not (warned("every conversation") and warned(f"conversation {CID}")):
+            assert time.monotonic() < deadline, [r.getMessage() for r in caplog.records]
+            time.sleep(0.05)
+        assert post(client, events[:half]).json()["released"] == len(events) - half
+    assert rows(location) == expected(events)

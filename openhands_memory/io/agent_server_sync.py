@@ -127,22 +127,36 @@ def source(url: str, *, key: str | None = None, conversation: str | None = None)
     return Source(client, {cid: client.count(cid) for cid in ids})
 
 
+#: How a sync writes: ``run(work)`` calls ``work(store)`` and returns what it returns (``serve
+#: --ingest`` runs it under the lock its webhooks write under: ``web/ingest.py``).
+Runner = Callable[[Callable[["EventStore"], Any]], Any]
+
+
 def sync(store: "EventStore", src: Source, progress: Progress | None = None) -> SyncResult:
     """Pull what ``store`` lacks of ``src``'s conversations."""
+    return sync_through(lambda work: work(store), src, progress)
+
+
+def sync_through(run: Runner, src: Source, progress: Progress | None = None) -> SyncResult:
+    """``sync``, each transaction (a conversation's info, a page of its events) written
+    through ``run``: whatever else writes through it goes between two pages, not inside one."""
     client = src.client
     total, done = sum(src.counts.values()), 0
     result = SyncResult(conversations=len(src.counts))
     for cid in src.counts:
-        agent_server.ingest_conversation(store, json.dumps(client.info(cid)).encode())
+        info = json.dumps(client.info(cid)).encode()
+        run(lambda store: agent_server.ingest_conversation(store, info))
         hex_id = uuid.UUID(cid).hex
         for items in client.pages(cid):
             if not items:
                 continue
-            got = agent_server.ingest_events(store, hex_id, json.dumps(items).encode())
+            body = json.dumps(items).encode()
+            got = run(lambda store: agent_server.ingest_events(store, hex_id, body))
             result.events += len(items)
             result.stored += got.stored
             done += len(items)
             if progress is not None:
                 progress(min(done, total), max(total, done))
-    result.waiting = sum(n for cid, n in agent_server.waiting_counts(store).items() if cid in src.counts)
+    waiting = run(agent_server.waiting_counts)
+    result.waiting = sum(n for cid, n in waiting.items() if cid in src.counts)
     return result

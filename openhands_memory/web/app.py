@@ -135,11 +135,16 @@ def makeup_bar(makeup: dict[str, int], width: int = 880) -> list[tuple[float, fl
 
 
 def create_app(location: str | Path, *, statement_timeout: float = 10.0, ingest: bool = False,
-               api_keys: Sequence[str] = ()) -> Starlette:
+               api_keys: Sequence[str] = (), backfill: str | None = None,
+               backfill_delay: float | None = None) -> Starlette:
     """The inspector over the database at ``location`` (a file path or a URL), read-only.
     ``statement_timeout``: seconds a PostgreSQL statement may run before it is stopped.
     ``ingest``: also receive an OpenHands agent server's webhooks (``ingest.py``), checking
-    ``api_keys`` when there are any."""
+    ``api_keys`` when there are any. ``backfill``: with ``ingest``, the agent server's
+    address, read for what its webhooks did not bring (``backfill.py``; its REST API takes the
+    first of ``api_keys``); ``backfill_delay``: seconds a gap waits for the sender's retries."""
+    if backfill is not None and not ingest:
+        raise ValueError("backfill fills what ingest receives: give ingest=True")
     stores = Stores(location, statement_timeout)
     timelines = Timelines()
     env = _environment()
@@ -236,19 +241,29 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0, ingest:
 
     # The agent server's webhooks (serve --ingest): first, and writing through a store of
     # their own; the pages stay read-only.
+    starting: list[Any] = []
     closing: list[Any] = [stores]
     if ingest:
-        from .ingest import ingest_routes
+        from .ingest import WritingStore, ingest_routes
 
-        webhooks, writer = ingest_routes(location, api_keys)
-        routes[:0] = webhooks
+        writer = WritingStore(location)
+        on_gap = None
+        if backfill is not None:
+            from .backfill import DELAY, Backfill
+
+            filler = Backfill(backfill, api_keys[0] if api_keys else None, writer.run,
+                              DELAY if backfill_delay is None else backfill_delay)
+            on_gap = filler.gap
+            starting.append(filler)
+            closing.append(filler)  # (stopped before the store it writes through is closed)
+        routes[:0] = ingest_routes(writer, api_keys, on_gap)
         closing.append(writer)
 
     app = Starlette(
         routes=routes,
         exception_handlers={404: missing, Missing: missing, ConversationNotFound: missing,
                             EventNotFound: missing, OpenHandsMemoryError: refused},
-        lifespan=_closing(*closing),
+        lifespan=_lifespan(starting, closing),
     )
     app.state.stores = stores
     return app
@@ -259,13 +274,15 @@ def create_app(location: str | Path, *, statement_timeout: float = 10.0, ingest:
 THREADS = 4
 
 
-def _closing(*closables: Any) -> Any:
+def _lifespan(starting: list[Any], closables: list[Any]) -> Any:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         import anyio.to_thread
 
         anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
         try:
+            for each in starting:
+                each.start()
             yield
         finally:
             for each in closables:

@@ -29,22 +29,26 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import IngestRefused, OpenHandsMemoryError
+from ..errors import IngestRefused, OpenHandsMemoryError, ReceiverStopping
 from ..io.agent_server import KEY_HEADER
 STATUS = {"malformed": 400, "bad_conversation": 400, "too_large": 413, "unknown_kind": 422}
 log = logging.getLogger("openhands_memory.ingest")
 
 
 class WritingStore:
-    """The one store ingest writes through, opened on first use, one batch at a time."""
+    """The one store ingest writes through, opened on first use, one batch at a time (the
+    webhooks' and a backfill's); closed for good by ``close``."""
 
     def __init__(self, location: str | Path):
         self.location = location
         self._store: Any = None
+        self._closed = False
         self._lock = threading.Lock()
 
     def run(self, work: Callable[[Any], Any]) -> Any:
         with self._lock:
+            if self._closed:
+                raise ReceiverStopping()
             if self._store is None:
                 from ..conversation import EventStore
 
@@ -53,17 +57,18 @@ class WritingStore:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._store is not None:
                 self._store.close()
                 self._store = None
 
 
-def ingest_routes(location: str | Path, api_keys: Sequence[str] = ()) -> tuple[list[Route], WritingStore]:
-    """The webhook routes over the database at ``location``, and the store they write
-    through (the app closes it)."""
+def ingest_routes(writer: WritingStore, api_keys: Sequence[str] = (),
+                  on_gap: Callable[[str], None] | None = None) -> list[Route]:
+    """The webhook routes, writing through ``writer`` (the app closes it). ``on_gap(conversation
+    id)``: called when a batch leaves events waiting for a parent (``backfill.Backfill.gap``)."""
     from ..io import agent_server
 
-    writer = WritingStore(location)
     keys = [k.encode() for k in api_keys if k]
 
     def allowed(request: Request) -> bool:
@@ -90,18 +95,23 @@ def ingest_routes(location: str | Path, api_keys: Sequence[str] = ()) -> tuple[l
             # it again is safe (what is stored already is skipped).
             return _answer(503, f"{e} (send the batch again: what is stored already is skipped)")
 
+    def store_events(store: Any, hex_id: str, body: bytes) -> dict[str, Any]:
+        result = agent_server.ingest_events(store, hex_id, body)
+        if result.waiting and on_gap is not None:
+            on_gap(result.conversation_id)
+        return result.as_dict()
+
     async def events(request: Request) -> Response:
         hex_id = request.path_params["conversation"]
-        return await receive(request, lambda store, body: agent_server.ingest_events(store, hex_id, body).as_dict())
+        return await receive(request, lambda store, body: store_events(store, hex_id, body))
 
     async def conversations(request: Request) -> Response:
         return await receive(request, lambda store, body: {"conversation": agent_server.ingest_conversation(store, body)})
 
-    routes = [
+    return [
         Route("/events/{conversation}", events, methods=["POST"]),
         Route("/conversations", conversations, methods=["POST"]),
     ]
-    return routes, writer
 
 
 async def _body(request: Request, limit: int) -> bytes | None:
