@@ -1,7 +1,8 @@
-"""The agent server's webhooks received while PostgreSQL ends the receiver's session: between
-batches, and in the middle of one (its write held back by a lock another session holds, then
-its backend ended). Each time the batch is answered 503, nothing of it stored; the sender's
-next attempt (the same batch again) lands once; the history is the sent one.
+"""The agent server's webhooks received while PostgreSQL ends the receiver's session, or
+restarts: between batches, and in the middle of one (its write held back by a lock another
+session holds, then its backend ended or the server restarted). Each time the batch is
+answered 503, nothing of it stored; the sender's next attempt (the same batch again) lands
+once; the history is the sent one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ from openhands_memory.inspection import doctor
 from openhands_memory.web.app import create_app
 
 from ..test_ingest import CID, batches, expected, rows, wire_events
-from .test_postgres_faults import LOCK_EVENTS, admin, dbname, holding, terminate, wait_for, waiting
+from .test_postgres_faults import (  # noqa: F401  (own_server: a fixture, a server the test restarts)
+    LOCK_EVENTS,
+    admin,
+    dbname,
+    holding,
+    own_server,
+    terminate,
+    wait_for,
+    waiting,
+)
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -66,6 +76,45 @@ def test_a_session_ended_between_and_inside_batches_loses_nothing_and_stores_not
         for batch in sent[2:]:  # the retry, then the rest
             assert post(client, batch).status_code == 200
         again = post(client, sent[2]).json()  # a late duplicate of the retried batch
+        assert again["stored"] == 0 and again["duplicates"] == len(sent[2])
+    assert rows(url) == expected(events)
+    with EventStore(url) as store:
+        assert doctor.check(store, full=True).problems == []
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_postgresql_restarted_mid_ingest_loses_nothing_and_stores_nothing_twice(own_server, mode):
+    """The server the receiver writes to restarted (``pg_ctl restart``): between two batches,
+    and while a batch's write waits on a lock. A batch it cut short is answered 503 with
+    nothing of it stored; the sender's retry lands once, on a new connection."""
+    url = own_server.database()
+    EventStore(url).close()
+    events = wire_events(20)
+    sent = batches(events, 6)
+    with TestClient(create_app(url, ingest=True)) as client:
+        assert post(client, sent[0]).status_code == 200
+
+        own_server.restart(mode)  # between batches
+        first = post(client, sent[1])
+        if first.status_code != 200:  # the write found its connection gone: nothing stored
+            assert first.status_code == 503 and "send the batch again" in first.json()["error"]
+            assert rows(url) == expected(events[: len(sent[0])])
+            assert post(client, sent[1]).status_code == 200  # the sender's retry
+
+        answers: list[Any] = []
+        with holding(url, LOCK_EVENTS):  # inside a batch: its write waits, and the server goes
+            thread = threading.Thread(target=lambda: answers.append(post(client, sent[2])))
+            thread.start()
+            wait_for("the batch's write to wait on the lock", lambda: waiting(url))
+            own_server.restart(mode)
+            thread.join(60)
+        (answer,) = answers
+        assert answer.status_code == 503, answer.text
+        assert "send the batch again" in answer.json()["error"]
+        assert rows(url) == expected(events[: len(sent[0]) + len(sent[1])])  # nothing of it
+        for batch in sent[2:]:  # the retry, then the rest
+            assert post(client, batch).status_code == 200
+        again = post(client, sent[2]).json()
         assert again["stored"] == 0 and again["duplicates"] == len(sent[2])
     assert rows(url) == expected(events)
     with EventStore(url) as store:
