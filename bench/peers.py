@@ -26,6 +26,9 @@ one core (``--core``, by ``os.sched_setaffinity``):
   * resume: open the store and produce what is sent to the model (this project:
     ``EventStore(path)``, ``conv.view()``, ``view.to_messages()``); CPU (process_time)
     and wall of that, and the process's peak RSS (VmHWM);
+  * a window, for the sessions (``MemorySession``, the OpenAI ones): open the store and
+    ``get_items(limit=100)``, what the Agents SDK asks at each turn under
+    ``SessionSettings(limit=100)``; CPU;
   * a step: append a tool call and its result (two commits, as an agent loop does) onto a
     copy of the history, ``--steps`` steps, their median; with each store's default
     durability, then with synchronous=FULL (an fsync each commit) in another process;
@@ -71,6 +74,8 @@ from bench.peer_stores.registry import BASELINE, STORES, Store  # noqa: E402
 from bench.report import table  # noqa: E402
 
 DEFAULT_DIR = Path("/tmp/ohm-bench/peers")
+#: The items a "window" measurement asks for (``get_items(limit=WINDOW)``).
+WINDOW = 100
 TIMEOUT = 3600.0
 
 
@@ -169,6 +174,9 @@ class Bench:
 
     def measure(self, store: Store, path: Path, into: dict[str, list]) -> None:
         into.setdefault("resume", []).append(self.resume(store, path))
+        if store.window:
+            into.setdefault("window", []).append(
+                run_child(store, "window", self.folder, path=str(path), limit=WINDOW, core=self.core))
         default, full = self.append(store, path)
         into.setdefault("append", []).append(default)
         into.setdefault("append_full", []).append(full)
@@ -186,6 +194,7 @@ FIGURES: list[tuple[str, Callable[[dict[str, Any]], float | None]]] = [
     ("resume CPU, ms", lambda r: ms([x["cpu"] for x in r["resume"]])),
     ("resume wall, ms", lambda r: ms([x["wall"] for x in r["resume"]])),
     ("resume peak RSS, MB", lambda r: median([x["peak_rss_mb"] for x in r["resume"]])),
+    (f"get_items(limit={WINDOW}) CPU, ms", lambda r: ms([x["cpu"] for x in r.get("window", [])])),
     ("step CPU, default durability, ms", lambda r: ms([median(x["step_cpu"]) for x in r["append"]])),
     ("step wall, default durability, ms", lambda r: ms([median(x["step_wall"]) for x in r["append"]])),
     ("step CPU, synchronous=FULL, ms", lambda r: ms([median(x["step_cpu"]) for x in r["append_full"]])),

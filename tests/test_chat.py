@@ -237,6 +237,64 @@ def test_the_window_never_splits_a_call_from_its_result():
     check()
 
 
+def _newest(h: ChatHistory, limit: int, window: int | None = None) -> list[Item] | None:
+    """What ``messages(limit=...)`` reads from the branch's end (None: the whole view)."""
+    from openhands_memory.chat.newest import newest
+
+    with h.store.reading() as db:
+        return newest(db, h.conversation.id, limit, h._render, window)
+
+
+def _windowed(h: ChatHistory, limit: int) -> str:
+    return "whole view" if _newest(h, limit) is None else "window"
+
+
+@EXAMPLES
+@given(data=st.data())
+def test_the_newest_items_read_from_the_branchs_end_are_the_views_newest(database_url, data):
+    """``messages(limit=N)`` reads a window of the branch's end (chat/newest.py): always the
+    newest N items of the whole view (``tail``), whatever the items, the branch and N."""
+    responses = data.draw(st.booleans())
+    items = flat(data.draw((responses_conversation if responses else chat_conversation)(min_turns=4, max_turns=16)))
+    cid = fresh_id()
+    with ChatHistory(database_url, cid) as h:
+        for batch in chunks(data.draw, items):
+            h.extend(batch)
+        for _ in range(data.draw(st.integers(0, 3))):  # items taken off, maybe others after them
+            h.pop()
+        h.extend(data.draw(st.sampled_from([[], [{"role": "user", "content": "on a new branch"}]])))
+        whole = h.messages(condense=False)
+        for limit in data.draw(st.lists(st.integers(0, len(whole) + 2), min_size=1, max_size=3)):
+            assert h.messages(condense=False, limit=limit) == tail(whole, limit)
+            window = data.draw(st.integers(1, 12))  # the first window, small: the doubling is what is tried
+            got = _newest(h, limit, window)
+            event("window" if got is not None else "whole view")
+            assert got is None or got == tail(whole, limit)
+    with ChatHistory(database_url, cid, create=False) as again:  # nothing cached
+        assert again.messages(condense=False, limit=3) == tail(whole, 3)
+
+
+def test_a_window_reaches_back_to_a_call_answered_long_after(database_url):
+    """A result whose call is far back: the window grows until it holds the call (or the
+    whole view is read); a condensed branch is read whole. Either way, the view's newest."""
+    with ChatHistory(database_url, fresh_id(), condenser={"type": "llm", "max_size": 40, "keep_first": 1}) as h:
+        h.append({"role": "user", "content": "go"})
+        h.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": "slow", "type": "function", "function": {"name": "build", "arguments": "{}"}}]})
+        for i in range(150):
+            h.append({"role": "user", "content": f"still waiting {i}"})
+        h.append({"role": "tool", "tool_call_id": "slow", "content": "built"})
+        h.append({"role": "assistant", "content": "done"})
+        whole = h.messages(condense=False)
+        for limit in (1, 2, 3, 50):
+            assert _windowed(h, limit) == ("window" if limit == 1 else "whole view")
+            assert h.messages(condense=False, limit=limit) == tail(whole, limit)
+        assert tail(whole, 2)[0]["tool_calls"][0]["id"] == "slow"  # the call, kept with its result
+        h.condense(force=True)
+        assert _windowed(h, 1) == "whole view"
+        assert h.messages(condense=False, limit=5) == tail(h.messages(condense=False), 5)
+
+
 # --- the rest of the library on a chat history ---------------------------------------------
 
 

@@ -96,5 +96,19 @@ def resume(args: dict[str, Any]) -> dict[str, Any]:
     return asyncio.run(go())
 
 
+def window(args: dict[str, Any]) -> dict[str, Any]:
+    """``get_items(limit=...)``, as the Agents SDK asks at each turn with ``SessionSettings(limit)``:
+    open the store and produce the newest ``limit`` items."""
+    async def go():
+        clock = child.Clock()
+        s = session(args["store"], args["path"])
+        items = await s.get_items(limit=args["limit"])
+        result = child.resume_result(clock, len(items))
+        s.close()
+        return result
+
+    return asyncio.run(go())
+
+
 if __name__ == "__main__":
-    child.run({"build": build, "append": append, "resume": resume})
+    child.run({"build": build, "append": append, "resume": resume, "window": window})

@@ -37,6 +37,7 @@ class Store:
     condenser: bool = False  # this project's rows: the history has Condensations
     events: bool = True  # this project's rows: the history is bench/common.py's event database
     #                      (False: built by the store's own child from the items, as a peer's)
+    window: bool = False  # a session whose get_items takes a limit: its "window" op is measured
 
     @property
     def ours(self) -> bool:
@@ -47,10 +48,10 @@ STORES = [
     Store("ohm-condenser", "this project, condenser", "this_project.py", None, condenser=True),
     Store("ohm-no-condenser", "this project, no condenser", "this_project.py", None),
     Store("ohm-session-condenser", "MemorySession, condenser", "memory_session.py", None, condenser=True,
-          events=False),
-    Store("ohm-session", "MemorySession, no condenser", "memory_session.py", None, events=False),
-    Store("openai-sqlite", "OpenAI SQLiteSession", "openai_agents.py", "openai"),
-    Store("openai-sqlalchemy", "OpenAI SQLAlchemySession", "openai_agents.py", "openai"),
+          events=False, window=True),
+    Store("ohm-session", "MemorySession, no condenser", "memory_session.py", None, events=False, window=True),
+    Store("openai-sqlite", "OpenAI SQLiteSession", "openai_agents.py", "openai", window=True),
+    Store("openai-sqlalchemy", "OpenAI SQLAlchemySession", "openai_agents.py", "openai", window=True),
     Store("langgraph", "LangGraph SqliteSaver", "langgraph_saver.py", "langgraph"),
     Store("adk", "ADK DatabaseSessionService", "google_adk.py", "adk"),
 ]

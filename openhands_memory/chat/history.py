@@ -39,6 +39,8 @@ from ..view.messages import Options, events_to_messages, result_turn, serialize,
 from ..view.observations import Text
 from ..view.stored import Pending, items_of
 from .items import CHAT, OUTPUT_TYPES, Item, Parts, as_item, kind_of, made, parts, rebuild, to_events
+from .newest import Trace, backwards, newest
+from .units import tail
 
 #: The kinds of event a ChatHistory writes (the others on a path are condensations, pins,
 #: requests, or events appended by other means).
@@ -181,7 +183,7 @@ class ChatHistory:
 
     # --- reading -----------------------------------------------------------------------
 
-    def messages(self, *, condense: bool = True) -> list[Item]:
+    def messages(self, *, condense: bool = True, limit: int | None = None) -> list[Item]:
         """What to send now: the view (condensed first when a condenser is set, unless
         ``condense=False``) as the items that were appended, with the summary and
         re-injected pins as user messages. A fresh list of fresh objects on every call.
@@ -189,8 +191,19 @@ class ChatHistory:
         Without any condensation, that is every item appended on the current branch, as it
         was given, except a tool call whose result has not been appended yet (and a result
         whose call is missing): providers refuse either, so the view leaves them out until
-        their pair is there."""
-        return self.render(self.view(condense=condense))
+        their pair is there.
+
+        ``limit``: only the newest ``limit`` items (``tail``: started earlier rather than
+        split a call from its result). On a branch nothing condensed or pinned, they are
+        read from its end (``newest.py``): a window costs the window, not the history."""
+        if limit is None or limit < 0:
+            return self.render(self.view(condense=condense))
+        if not (condense and self.condenser is not None):
+            with collector_paused(), self.store.reading() as db:
+                got = newest(db, self.conversation.id, limit, self._render)
+            if got is not None:
+                return got
+        return tail(self.render(self.view(condense=condense)), limit)
 
     def view(self, at: int | None = None, *, condense: bool = False) -> View:
         """The view now, or right after event ``at``; with ``condense``, the condenser (if
@@ -216,7 +229,10 @@ class ChatHistory:
         with collector_paused():  # (a long view's items all live on: as the view's own rendering)
             return self._render(view)
 
-    def _render(self, view: View) -> list[Item]:
+    def _render(self, view: View, trace: Trace | None = None) -> list[Item]:
+        """``render``; with ``trace`` (a window's render: ``newest.py``), where each view
+        position's items start in the list, and whether it was rendered as an event written
+        by other means (``newest.Trace``), and nothing is kept in the cache."""
         items = items_of(view.events)
         sources = self._sources(view, items)
         out: list[Item] = []
@@ -225,19 +241,26 @@ class ChatHistory:
 
         def flush() -> None:
             if foreign:
+                if trace is not None:  # (a run is rendered as one: each of it starts where it does)
+                    trace.extend((len(out), True) for _ in foreign)
                 out.extend(events_to_messages([view.events[p] for p in foreign]))
                 foreign.clear()
+
+        def start() -> None:
+            flush()
+            if trace is not None:
+                trace.append((len(out), False))
 
         for pos, x in enumerate(items):
             seq = x.seq
             if seq is None:  # the summary, a pinned event shown again
-                flush()
+                start()
                 turn = single_turn(view.events[pos])
                 if turn is not None:
                     out.append(serialize(turn, AS_TEXT))
                 continue
             if seq in view.replaced:
-                flush()
+                start()
                 out.extend(_rewritten(view.events[pos], sources))
                 continue
             held = self._cache.get(seq)
@@ -248,10 +271,15 @@ class ChatHistory:
                 if held is None:
                     foreign.append(pos)
                     continue
-            flush()
+            start()
             out.extend(made(held))
             kept[seq] = held
         flush()
+        if trace is not None:
+            # A window's render (newest.py) keeps nothing: the items it rendered are only the
+            # end of a batch or a pair whose first events it did not hold, and a later render
+            # fills the holes of an event it was not given from those the cache lacks.
+            return out
         for seq in self._cache.keys() - kept.keys():  # appended, not in this view yet
             if seq > view.upto:
                 kept[seq] = self._cache[seq]
@@ -481,16 +509,6 @@ def _rows(db: Session, cid: str, start: int, end: int, page: int = 512) -> Itera
         cursor = batch[-1][0] + 1
 
 
-def _backwards(db: Session, cid: str, page: int = 64) -> Iterator[tuple[int, str, str]]:
-    """The rows on the path from HEAD to the root, newest first, a page at a time."""
-    for s, e in reversed(db.path(cid)):
-        hi = e
-        while hi >= s:
-            lo = max(s, hi - page + 1)
-            yield from reversed(db.event_page(cid, lo, hi + 1, hi - lo + 1))
-            hi = lo - 1
-
-
 @dataclass
 class _Tail:
     """The end of the current branch, from the newest item's event: the event (``head``),
@@ -506,7 +524,7 @@ class _Tail:
     def read(cls, db: Session, cid: str) -> "_Tail | None":
         parsed: dict[int, dict[str, Any]] = {}
         after: list[tuple[int, str]] = []
-        rows = _backwards(db, cid)
+        rows = backwards(db, cid)
         for seq, kind, payload in rows:
             data = json.loads(payload) if kind in CHAT_KINDS or kind in CARRIED_KINDS else {}
             parsed[seq] = data

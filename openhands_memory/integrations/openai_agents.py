@@ -40,7 +40,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, TypeVar
 
-from ..chat import ChatHistory, tail
+from ..chat import ChatHistory
 from ..conversation import DEFAULT_PATH, EventStore
 
 T = TypeVar("T")
@@ -85,8 +85,7 @@ class MemorySession:
         (or the settings' limit) without splitting a call from its output."""
         if limit is None and self.session_settings is not None:
             limit = getattr(self.session_settings, "limit", None)
-        items = await self._run(lambda: self.history.messages(condense=False))
-        return tail(items, limit)
+        return await self._run(lambda: self.history.messages(condense=False, limit=limit))
 
     async def add_items(self, items: list[Any]) -> None:
         """Store the items (one transaction), then condense if the condenser says so."""
