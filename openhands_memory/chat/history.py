@@ -276,9 +276,9 @@ class ChatHistory:
             kept[seq] = held
         flush()
         if trace is not None:
-            # A window's render (newest.py) keeps nothing: the items it rendered are only the
-            # end of a batch or a pair whose first events it did not hold, and a later render
-            # fills the holes of an event it was not given from those the cache lacks.
+            # A window's render (newest.py) keeps nothing in the cache: it may hold a batch's
+            # later events without the first, whose item holds their strings' places, and a
+            # later render reads only the events the cache lacks, so it would miss them.
             return out
         for seq in self._cache.keys() - kept.keys():  # appended, not in this view yet
             if seq > view.upto:

@@ -11,15 +11,14 @@ import socket
 
 import click
 
-from .opening import is_url, judge, shown
 from ..web.backfill import DELAY as BACKFILL_DELAY
+from .opening import is_url, judge, shown
 from .params import DATABASE, TEXT, count, number
 from .vocabulary import output_format
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 #: Keys ingest accepts beside --api-key, separated by commas or spaces.
 KEYS_ENV = "OPENHANDS_MEMORY_INGEST_KEYS"
-
 
 
 def ingest_keys(given: tuple[str, ...]) -> list[str]:
