@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from openhands_memory import migrate
 from openhands_memory.condensers import LLMSummarizingCondenser
 from openhands_memory.conversation import EventStore
+from openhands_memory.errors import ConnectionLost
 from openhands_memory.inspection.doctor import check
 from openhands_memory.location import Location
 from openhands_memory.storage.postgres.query import read_only_query
@@ -90,6 +91,28 @@ def test_nothing_is_left_in_the_server_session_through_a_pooler(lone_pooler):
         assert db.one("SELECT pg_backend_pid()", ()) == served  # the one server session
         # The settings the library's transactions run with are set in each of them.
         assert db.one("SELECT current_setting('jit') || current_setting('max_parallel_workers_per_gather')", ()) == "off0"
+
+
+def test_a_server_connection_ended_under_a_write_through_the_pooler_is_a_lost_connection(lone_pooler):
+    """The server session under a write ended (``pg_terminate_backend``) while the write waits
+    on a lock: through PgBouncer that is a lost connection, as it is direct (one line; the
+    pipelined append cannot know whether its COMMIT landed, and says how to check), and the
+    next call connects again. (PgBouncer may instead answer "server conn crashed?" and close
+    the client, depending on when the backend ends: tests/test_fleet_load.py meets both.)"""
+    from .faults.test_postgres_faults import LOCK_EVENTS, Background, holding, terminate, wait_for, waiting
+
+    through, direct = lone_pooler
+    with EventStore(through) as store:
+        conv = store.create_conversation("c")
+        conv.append(f.user("first"))
+        with holding(direct, LOCK_EVENTS):
+            write = Background(lambda: conv.append(f.user("second")))
+            terminate(direct, wait_for("the append to wait on the lock", lambda: waiting(direct)))
+            write.join()
+        assert isinstance(write.error, ConnectionLost), repr(write.error)
+        assert "\n" not in str(write.error)
+        conv.append(f.user("third"))
+        assert [e.llm_message.content[0].text for e in conv.events()] == ["first", "third"]
 
 
 def test_a_direct_connection_keeps_only_its_prepared_statements(postgres_database_factory):

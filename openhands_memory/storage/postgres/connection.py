@@ -37,12 +37,14 @@ from ...database import Location, connect_server, connect_timeout_of, create_sch
 from ...errors import ConnectionLost, ConnectTimeout, DatabaseUnreachable, LockTimeout, PoolerTimeout, \
     ServerFailure, ServerLimitExceeded, StatementCancelled, StatementTimeout
 from ..recorder import FOLLOWS_HEAD, Datastore, wait_millis
+
 from ..session import Session
 from .dialect import (
     APPEND_ROWS,
     BEGIN_READ,
     LAST_ID,
     LOCK,
+    POOLER_LOST_SIGN,
     TRANSACTION_SETTINGS,
     append_sql,
     begin_write,
@@ -149,7 +151,7 @@ class PostgresRecorder(Datastore):
         ended = isinstance(error, (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown,
                                    psycopg.errors.IdleSessionTimeout,
                                    psycopg.errors.IdleInTransactionSessionTimeout,
-                                   psycopg.errors.ConnectionException))
+                                   psycopg.errors.ConnectionException)) or POOLER_LOST_SIGN in str(error)
         if ended and not self.conn.closed:
             self.conn.close()  # the server has ended the session: never reuse it
         return ended or self.conn.closed

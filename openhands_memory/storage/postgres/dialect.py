@@ -79,3 +79,9 @@ def pyformat(text: str) -> str:
 def first_line(error: Exception) -> str:
     """A driver error's first line, for a one-line message."""
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+#: What PgBouncer says when the server connection under a client's transaction ended (a
+#: terminated backend, a server restart): an error answer, after which it closes the client's
+#: connection too. The session is gone, as when the server says so itself.
+POOLER_LOST_SIGN = "server conn crashed?"

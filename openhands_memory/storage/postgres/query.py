@@ -8,7 +8,7 @@ from ...database import Location, connect_server
 from ...errors import ConnectionLost, MultipleStatements, QueryError, QueryTimeout, ReadOnlyViolation, \
     StatementCancelled
 from ..recorder import QueryResult
-from .dialect import first_line
+from .dialect import POOLER_LOST_SIGN, first_line
 
 
 def read_only_query(location: Location, query: str, *, timeout: float, max_rows: int) -> QueryResult:
@@ -68,7 +68,8 @@ def _read_only_query(location: Location, query: str, *, timeout: float, max_rows
                 raise MultipleStatements(f"give one SQL statement at a time ({first_line(e)})") from None
             raise QueryError(f"SQL error: {first_line(e)}") from None
         except psycopg.Error as e:
-            if conn.closed or isinstance(e, (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown)):
+            if (conn.closed or isinstance(e, (psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown))
+                    or POOLER_LOST_SIGN in str(e)):
                 raise _Lost(first_line(e).removeprefix("consuming input failed: ")) from None
             raise QueryError(f"SQL error: {first_line(e)}") from None
         finally:
