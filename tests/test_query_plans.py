@@ -287,8 +287,22 @@ def agent_server_ingest(store: EventStore) -> None:
         assert db.pending_count(str(uuid.UUID(hex_id))) == 0
 
 
+def chat_window(store: EventStore) -> None:
+    """``ChatHistory.messages(limit=N)`` (chat/newest.py): the branch's end read backwards, a
+    window that doubles, as ``get_items(limit=N)`` asks at every turn; and a pop."""
+    from openhands_memory import ChatHistory
+
+    with ChatHistory(store, "chat-window") as h:
+        for n in range(60):
+            h.extend([{"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"w{n}", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": f"w{n}", "content": f"out {n}"}])
+        assert len(h.messages(condense=False, limit=5)) >= 5
+        h.pop()
+
+
 WORK = [first_view, view_at, cached_steps, bulk_appends, token_trigger_steps, condensation_written, branch_steps,
-        pinned_steps, searches, kept_replies, long_view, agent_server_ingest]
+        pinned_steps, searches, kept_replies, long_view, agent_server_ingest, chat_window]
 
 
 def test_a_long_view_reads_its_events_back_by_key(files, tmp_path):

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from starlette.testclient import TestClient
@@ -45,9 +44,11 @@ def post(client: TestClient, batch: list[dict[str, Any]]) -> Any:
                        headers={"Content-Type": "application/json"})
 
 
-def test_a_session_ended_between_and_inside_batches_loses_nothing_and_stores_nothing_twice(
-        postgres_database_factory):
-    url = postgres_database_factory()
+def ingest_through(url: str, between: Callable[[], None], inside: Callable[[list[int]], None]) -> Any:
+    """Batches sent to a receiver writing to ``url`` while ``between()`` ends its server
+    session between two batches and ``inside(pids waiting)`` ends it while a batch's write
+    waits on a lock; the sender retries what was refused. Returns the answer to the batch cut
+    short (503, nothing of it stored); afterwards the history is the sent one, once."""
     EventStore(url).close()
     events = wire_events(20)
     sent = batches(events, 6)
@@ -55,46 +56,7 @@ def test_a_session_ended_between_and_inside_batches_loses_nothing_and_stores_not
     with TestClient(create_app(url, ingest=True)) as client:
         assert post(client, sent[0]).status_code == 200
 
-        # Between batches: the receiver's connection is gone when the next one comes.
-        terminate(url, receiver_backends(url))
-        first = post(client, sent[1])
-        if first.status_code != 200:  # the write found its connection gone: nothing stored
-            assert first.status_code == 503 and "send the batch again" in first.json()["error"]
-            assert rows(url) == expected(events[: len(sent[0])])
-            assert post(client, sent[1]).status_code == 200  # the sender's retry
-
-        # Inside a batch: its write waits on a lock, and its backend is ended meanwhile.
-        answers: list[Any] = []
-        with holding(url, LOCK_EVENTS):
-            thread = threading.Thread(target=lambda: answers.append(post(client, sent[2])))
-            thread.start()
-            terminate(url, wait_for("the batch's write to wait on the lock", lambda: waiting(url)))
-            thread.join(60)
-        (answer,) = answers
-        assert answer.status_code == 503, answer.text
-        assert "nothing was written" in answer.json()["error"] and "send the batch again" in answer.json()["error"]
-        for batch in sent[2:]:  # the retry, then the rest
-            assert post(client, batch).status_code == 200
-        again = post(client, sent[2]).json()  # a late duplicate of the retried batch
-        assert again["stored"] == 0 and again["duplicates"] == len(sent[2])
-    assert rows(url) == expected(events)
-    with EventStore(url) as store:
-        assert doctor.check(store, full=True).problems == []
-
-
-@pytest.mark.parametrize("mode", ["fast", "immediate"])
-def test_postgresql_restarted_mid_ingest_loses_nothing_and_stores_nothing_twice(own_server, mode):
-    """The server the receiver writes to restarted (``pg_ctl restart``): between two batches,
-    and while a batch's write waits on a lock. A batch it cut short is answered 503 with
-    nothing of it stored; the sender's retry lands once, on a new connection."""
-    url = own_server.database()
-    EventStore(url).close()
-    events = wire_events(20)
-    sent = batches(events, 6)
-    with TestClient(create_app(url, ingest=True)) as client:
-        assert post(client, sent[0]).status_code == 200
-
-        own_server.restart(mode)  # between batches
+        between()  # the receiver's connection is gone when the next batch comes
         first = post(client, sent[1])
         if first.status_code != 200:  # the write found its connection gone: nothing stored
             assert first.status_code == 503 and "send the batch again" in first.json()["error"]
@@ -102,11 +64,10 @@ def test_postgresql_restarted_mid_ingest_loses_nothing_and_stores_nothing_twice(
             assert post(client, sent[1]).status_code == 200  # the sender's retry
 
         answers: list[Any] = []
-        with holding(url, LOCK_EVENTS):  # inside a batch: its write waits, and the server goes
+        with holding(url, LOCK_EVENTS):  # inside a batch: its write waits on a lock
             thread = threading.Thread(target=lambda: answers.append(post(client, sent[2])))
             thread.start()
-            wait_for("the batch's write to wait on the lock", lambda: waiting(url))
-            own_server.restart(mode)
+            inside(wait_for("the batch's write to wait on the lock", lambda: waiting(url)))
             thread.join(60)
         (answer,) = answers
         assert answer.status_code == 503, answer.text
@@ -114,8 +75,24 @@ def test_postgresql_restarted_mid_ingest_loses_nothing_and_stores_nothing_twice(
         assert rows(url) == expected(events[: len(sent[0]) + len(sent[1])])  # nothing of it
         for batch in sent[2:]:  # the retry, then the rest
             assert post(client, batch).status_code == 200
-        again = post(client, sent[2]).json()
+        again = post(client, sent[2]).json()  # a late duplicate of the retried batch
         assert again["stored"] == 0 and again["duplicates"] == len(sent[2])
     assert rows(url) == expected(events)
     with EventStore(url) as store:
         assert doctor.check(store, full=True).problems == []
+    return answer
+
+
+def test_a_session_ended_between_and_inside_batches_loses_nothing_and_stores_nothing_twice(
+        postgres_database_factory):
+    url = postgres_database_factory()
+    answer = ingest_through(url, lambda: terminate(url, receiver_backends(url)), lambda pids: terminate(url, pids))
+    assert "nothing was written" in answer.json()["error"]
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_postgresql_restarted_mid_ingest_loses_nothing_and_stores_nothing_twice(own_server, mode):
+    """The server the receiver writes to restarted (``pg_ctl restart``): between two batches,
+    and while a batch's write waits on a lock. A batch it cut short is answered 503 with
+    nothing of it stored; the sender's retry lands once, on a new connection."""
+    ingest_through(own_server.database(), lambda: own_server.restart(mode), lambda _: own_server.restart(mode))
